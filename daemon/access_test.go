@@ -9,7 +9,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +22,7 @@ import (
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/internal/seedtest"
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/activitypub"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
@@ -356,4 +360,72 @@ func TestTokenAuthenticationIsThrottled(t *testing.T) {
 	}
 	code, body := adminCall(t, api, "GET", "/v1/registrations", good, nil)
 	require.Equal(t, http.StatusTooManyRequests, code, body)
+}
+
+// TestScopedTokenCannotSignWithAKeyHeldForAnother: a key held once is every
+// tenant's, so a scoped operator naming it in config.key_id is refused
+// (403, nothing registered) where it would have had herald sign its own
+// records as that actor; its own private_key is taken, and a registration an
+// admin gave the held key keeps it when the tenant updates its URL.
+func TestScopedTokenCannotSignWithAKeyHeldForAnother(t *testing.T) {
+	pemText, err := os.ReadFile(filepath.Join("..", "testdata", "activitypub", "alice-test-key.pem"))
+	require.NoError(t, err)
+	s := seedtest.SQLite(t)
+	d, err := New(Options{Store: s, Transport: noTransport, Projections: []push.Projection{activitypub.New()},
+		AdminToken: testToken, Now: func() time.Time { return t0 }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	api := httptest.NewServer(d.APIHandler())
+	t.Cleanup(api.Close)
+	const held = "https://other.example/users/alice#main-key"
+	keyBody, _ := json.Marshal(map[string]string{"key_id": held, "private_key": string(pemText)})
+	code, body := call(t, api, http.MethodPost, "/v1/keys", "application/json", testToken, string(keyBody))
+	require.Equal(t, http.StatusCreated, code, body)
+	tenant := tokenIn(t, s, store.RoleOperator, "tenant/42/")
+	register := func(token, id, inbox string, config map[string]string) (int, string) {
+		b, _ := json.Marshal(map[string]any{"stream": ours, "id": id, "namespace": "activitypub", "url": "https://" + inbox + "/inbox", "config": config})
+		return call(t, api, http.MethodPost, "/v1/registrations", "application/json", token, string(b))
+	}
+
+	code, body = register(tenant, "forged", "remote.example", map[string]string{"key_id": held})
+	require.Equal(t, http.StatusForbidden, code, body)
+	require.Contains(t, errorOf(t, body), "config.key_id")
+	_, err = s.Get(t.Context(), ours, "forged")
+	require.ErrorIs(t, err, journal.ErrNotFound, "nothing was registered")
+
+	code, body = register(tenant, "own", "remote.example", map[string]string{"key_id": held, "private_key": string(pemText)})
+	require.Equal(t, http.StatusCreated, code, body)
+
+	code, body = register(testToken, "given", "remote.example", map[string]string{"key_id": held})
+	require.Equal(t, http.StatusCreated, code, body)
+	code, body = register(tenant, "given", "moved.example", map[string]string{"key_id": held})
+	require.Equal(t, http.StatusOK, code, body)
+	st, err := s.Get(t.Context(), ours, "given")
+	require.NoError(t, err)
+	require.Equal(t, "https://moved.example/inbox", st.URL)
+}
+
+// TestTokenScopeCoveringHeraldsOwnStreamsUnsaidIsRefused: a scope that is a
+// prefix of "herald/" ("h", "herald") covers herald/events, every tenant's
+// operational events, which its token could read and register a receiver
+// for; it is refused naming the scope, no token made, where "herald/" (said)
+// and "h/" are taken.
+func TestTokenScopeCoveringHeraldsOwnStreamsUnsaidIsRefused(t *testing.T) {
+	s := seedtest.SQLite(t)
+	admin, _ := tenantServers(t, s)
+	create := func(scope ...string) (int, string) {
+		b, _ := json.Marshal(map[string]any{"name": "tenant", "role": "reader", "scope": scope})
+		return call(t, admin, http.MethodPost, "/v1/tokens", "application/json", testToken, string(b))
+	}
+	for _, scope := range []string{"h", "her", "herald"} {
+		code, body := create("tenant/42/", scope)
+		require.Equal(t, http.StatusBadRequest, code, body)
+		require.True(t, strings.HasPrefix(errorOf(t, body), "invalid scope[1]: "+strconv.Quote(scope)+" covers herald's own streams"), body)
+	}
+	tokens, err := s.Tokens(t.Context())
+	require.NoError(t, err)
+	require.Empty(t, tokens, "nothing was made")
+	for _, scope := range []string{"herald/", "h/"} {
+		code, body := create(scope)
+		require.Equal(t, http.StatusCreated, code, body)
+	}
 }

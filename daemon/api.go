@@ -324,8 +324,12 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 			return nil, err
 		}
 	}
-	if !operator.TokenOf(r.Context()).Sees(reg.Stream) {
+	tok := operator.TokenOf(r.Context())
+	if !tok.Sees(reg.Stream) {
 		return nil, store.NotFound(reg.Stream, reg.ID)
+	}
+	if err := operator.CheckHeldKey(r.Context(), scope(r, d.store), tok, reg); err != nil {
+		return nil, err
 	}
 	st, old, secret, err := operator.Register(r.Context(), d.store, wk.Check, reg)
 	if err != nil {
@@ -343,6 +347,9 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 	}
 	if note := operator.WindowNote(st.Window, wk.MaxPerHost(), "this daemon's"); note != "" {
 		warnings = append(warnings, note)
+	}
+	if old != nil && req.FromSeq != nil && *req.FromSeq != st.NextSeq { // as herald register says of --from-seq
+		warnings = append(warnings, fmt.Sprintf("from_seq %d applies to a new registration only: the cursor stays at %d (POST /v1/registration/skip or rewind on the admin address moves it)", *req.FromSeq, st.NextSeq))
 	}
 	return withStatus{code, operator.RegisteredView{RegistrationView: operator.Held(nil).View(st), Secret: secret, Warnings: warnings}}, nil
 }

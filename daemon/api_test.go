@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -1024,4 +1025,102 @@ func TestAPIRacingRotationsEachAnswerASecretThatSigns(t *testing.T) {
 		n++
 	}
 	require.Equal(t, racers, n, "each rotation answered 200")
+}
+
+// TestAPIRefusesAURLThatCanNeverBeDialled: a port outside 1–65535 (the
+// URL's or its proxy's), or a non-ASCII host IDNA refuses, failed every
+// attempt as a down host, held and never parked; such a URL is refused
+// naming its field, and nothing stored.
+func TestAPIRefusesAURLThatCanNeverBeDialled(t *testing.T) {
+	s := seedtest.SQLite(t)
+	srv := apiServer(t, s, "")
+	for id, c := range map[string]struct{ url, proxy, field string }{
+		"zero":  {"http://127.0.0.1:0/hook", "", "invalid url:"},
+		"past":  {"http://127.0.0.1:99999/hook", "", "invalid url:"},
+		"v6":    {"https://[::1]:65536/hook", "", "invalid url:"},
+		"rtl":   {"https://a\u202eb.example/hook", "", "invalid url:"},
+		"proxy": {"https://ok.example/hook", "http://127.0.0.1:99999", "invalid config.proxy:"},
+	} {
+		reg := map[string]any{"stream": "orders", "id": id, "namespace": "webhook", "url": c.url}
+		if c.proxy != "" {
+			reg["config"] = map[string]string{"proxy": c.proxy}
+		}
+		b, _ := json.Marshal(reg)
+		code, body := post(t, srv, "/v1/registrations", string(b))
+		require.Equal(t, http.StatusBadRequest, code, body)
+		require.Contains(t, errorOf(t, body), c.field, id)
+		_, err := s.Get(t.Context(), "orders", id)
+		require.ErrorIs(t, err, journal.ErrNotFound, id)
+	}
+}
+
+// TestAPINamesAWronglyTypedFieldAsTheBodyDoes: a field of the shared part of
+// a registration's and a subscription's body, given a value of the wrong
+// JSON type, is named as the client wrote it ("window"), never by the Go
+// type it is decoded into ("endpointRequest.window"), and nothing is stored.
+func TestAPINamesAWronglyTypedFieldAsTheBodyDoes(t *testing.T) {
+	s := seedtest.SQLite(t)
+	srv := apiServer(t, s, "")
+	for field, value := range map[string]any{"namespace": 1, "url": 1, "on_4xx": true, "kinds": "order.*", "window": "NaN",
+		"retry_schedule": "5s", "max_attempts": 1.5, "retry_for": 3, "retain_max": 30} {
+		for path, body := range map[string]map[string]any{
+			"/v1/registrations": {"stream": "orders", "id": "typed"},
+			"/v1/subscriptions": {"stream_prefix": "orders/", "id": "typed"},
+		} {
+			maps.Copy(body, map[string]any{"namespace": "webhook", "url": "https://ok.example/hook", field: value})
+			b, _ := json.Marshal(body)
+			code, answer := post(t, srv, path, string(b))
+			require.Equal(t, http.StatusBadRequest, code, answer)
+			require.True(t, strings.HasPrefix(errorOf(t, answer), "invalid "+field+": is a JSON "), "%s %s: %s", path, field, answer)
+		}
+	}
+	regs, err := s.List(t.Context(), store.ListQuery{})
+	require.NoError(t, err)
+	require.Empty(t, regs)
+	subs, err := s.Subscriptions(t.Context(), "")
+	require.NoError(t, err)
+	require.Empty(t, subs)
+}
+
+// TestAPISubscriptionPrefixWithNoRoomForAStreamIsNamed: a stream_prefix of
+// 200 bytes, under which no stream fits, is refused naming stream_prefix
+// (it named stream, a field the body does not have).
+func TestAPISubscriptionPrefixWithNoRoomForAStreamIsNamed(t *testing.T) {
+	s := seedtest.SQLite(t)
+	srv := apiServer(t, s, "")
+	b, _ := json.Marshal(map[string]any{"stream_prefix": strings.Repeat("a", 199) + "/", "id": "x", "namespace": "webhook", "url": "https://ok.example/hook"})
+	code, body := post(t, srv, "/v1/subscriptions", string(b))
+	require.Equal(t, http.StatusBadRequest, code, body)
+	require.True(t, strings.HasPrefix(errorOf(t, body), "invalid stream_prefix: is 200 bytes"), body)
+	subs, err := s.Subscriptions(t.Context(), "")
+	require.NoError(t, err)
+	require.Empty(t, subs)
+}
+
+// TestAPIUpdateSaysItsFromSeqIsNotTaken: from_seq on an update (one that
+// would be refused on a create included) left the cursor where it was and
+// answered 200 with nothing said, where herald register says so; the answer
+// warns, and the cursor stays.
+func TestAPIUpdateSaysItsFromSeqIsNotTaken(t *testing.T) {
+	s := seedtest.SQLite(t)
+	srv := apiServer(t, s, "")
+	code, body := post(t, srv, "/v1/records", `{"stream": "orders", "records": [{"id": "a", "kind": "k", "payload": {}}, {"id": "b", "kind": "k", "payload": {}}]}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	reg := func(extra string) (int, operator.RegisteredView) {
+		code, body := post(t, srv, "/v1/registrations", `{"stream": "orders", "id": "r", "namespace": "webhook", "url": "https://ok.example/h"`+extra+`}`)
+		var v operator.RegisteredView
+		require.NoError(t, json.Unmarshal([]byte(body), &v), body)
+		return code, v
+	}
+	code, v := reg(`, "from_seq": 2`)
+	require.Equal(t, http.StatusCreated, code)
+	require.Empty(t, v.Warnings)
+	for _, from := range []string{"1", "999"} {
+		code, v = reg(`, "from_seq": ` + from)
+		require.Equal(t, http.StatusOK, code)
+		require.Equal(t, uint64(2), v.NextSeq, "the cursor stays")
+		require.Contains(t, v.Warnings, "from_seq "+from+" applies to a new registration only: the cursor stays at 2 (POST /v1/registration/skip or rewind on the admin address moves it)")
+	}
+	_, v = reg(`, "from_seq": 2`)
+	require.Empty(t, v.Warnings, "the cursor it names: nothing to say")
 }

@@ -8,10 +8,13 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 
 	"github.com/heraldpush/herald/journal"
 )
@@ -228,6 +231,12 @@ var namespacePattern = regexp.MustCompile(`^[a-z][a-z0-9._-]{0,63}$`)
 // MaxURLBytes bounds a registration's URL.
 const MaxURLBytes = 2048
 
+// MaxConfigBytes bounds a registration's config: a turn holds it while it
+// runs, beside its page of payloads (run's --page-bytes, 1 MiB by default),
+// so that 256 turns hold at most 256 MiB of configs. The largest real one,
+// an activitypub shared inbox's actors, is some 20,000 URIs at this size.
+const MaxConfigBytes = 1 << 20
+
 // ValidateNamespace checks a namespace: a lowercase letter, then up to 63
 // lowercase letters, digits, '.', '_' or '-'. Errors wrap ErrInvalid.
 func ValidateNamespace(ns string) error {
@@ -251,6 +260,9 @@ func (r Registration) Validate() error {
 	}
 	if err := ValidateURL(r.URL); err != nil {
 		return err
+	}
+	if len(r.Config) > MaxConfigBytes {
+		return journal.Invalid("config", "is %d bytes, more than %d", len(r.Config), MaxConfigBytes)
 	}
 	if len(r.Config) > 0 {
 		var obj map[string]json.RawMessage
@@ -321,7 +333,8 @@ const (
 // of order and what a crash repeats.
 const MaxWindow = 64
 
-// ValidateURL checks a destination URL: absolute http(s), a host, no
+// ValidateURL checks a destination URL: absolute http(s), a host (a
+// non-ASCII one as IDNA looks it up), a port from 1 to 65535 if any, no
 // userinfo (credentials go in the redacted config), no fragment, no space or
 // control character, at most MaxURLBytes. Whether the host may be reached is
 // the transport's call. Errors wrap ErrInvalid and never repeat userinfo.
@@ -350,6 +363,18 @@ func ValidateURL(raw string) error {
 	}
 	if u.Host == "" || u.Hostname() == "" {
 		return journal.Invalid("url", "has no host")
+	}
+	// Either would be dialled, and fail, at every attempt: held as a down
+	// host, never parked.
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return journal.Invalid("url", "has port %s: it must be 1 to 65535", journal.Shown(p))
+		}
+	}
+	if h := u.Hostname(); strings.IndexFunc(h, func(r rune) bool { return r >= utf8.RuneSelf }) >= 0 {
+		if _, err := idna.Lookup.ToASCII(h); err != nil {
+			return journal.Invalid("url", "has a host that is no domain name, as IDNA looks names up (%v)", err)
+		}
 	}
 	if u.Fragment != "" || u.RawFragment != "" {
 		return journal.Invalid("url", "has a fragment, which is never sent")

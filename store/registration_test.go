@@ -61,13 +61,20 @@ func TestValidateURLRefusals(t *testing.T) {
 		"https://a.example:80x/tok":    `cannot be parsed: invalid port ":80x" after host`,
 		"https://a.example/é\u00a0":    "",
 		"https://a.example/" + strings.Repeat("a", store.MaxURLBytes): "longer than",
+		"http://127.0.0.1:0/hook":                                     "has port 0: it must be 1 to 65535",
+		"http://127.0.0.1:65536/hook":                                 "has port 65536",
+		"https://[::1]:99999/hook":                                    "has port 99999",
+		"https://a\u202eb.example/":                                   "no domain name",
 	} {
 		err := store.ValidateURL(raw)
 		require.ErrorIs(t, err, journal.ErrInvalid, raw)
 		require.ErrorContains(t, err, want, raw)
 		require.NotContains(t, err.Error(), "hunter2")
 	}
-	require.NoError(t, store.ValidateURL("https://remote.example/users/alice/inbox?x=1"))
+	for _, ok := range []string{"https://remote.example/users/alice/inbox?x=1", "http://127.0.0.1:1/", "https://[::1]:65535/",
+		"http://127.0.0.1:00080/", "https://bücher.example/", "https://ÉCOLE.example/in", "http://my_service:8080/"} {
+		require.NoError(t, store.ValidateURL(ok), ok)
+	}
 }
 
 // A registration's name reads back apart whatever its stream and id hold.

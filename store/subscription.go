@@ -73,6 +73,8 @@ func ValidatePrefix(prefix string) error {
 		return journal.Invalid("stream_prefix", "%q is not a valid stream name", prefix)
 	}
 	switch {
+	case len(prefix) >= journal.MaxStreamBytes: // else its template's stream (prefix+"x") is refused, naming stream
+		return journal.Invalid("stream_prefix", "is %d bytes: no stream of at most %d bytes is under it", len(prefix), journal.MaxStreamBytes)
 	case !strings.HasSuffix(prefix, "/"):
 		return journal.Invalid("stream_prefix", "%q must end with \"/\" (tenant/42/), so that it names whole path segments", prefix)
 	case Reserved(prefix) || strings.HasPrefix(journal.ReservedPrefix, prefix):

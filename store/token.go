@@ -108,7 +108,8 @@ func MintToken(name string, role Role, scope []string, at time.Time) (secret str
 // (journal.ValidateText, at most MaxTokenName bytes), a known role, a
 // 32-byte hash, a creation instant, and a scope of at most MaxScopes
 // distinct stream prefixes, none for an admin (who could mint itself an
-// unscoped token). Errors name the field and wrap journal.ErrInvalid.
+// unscoped token), none that covers herald's own streams without naming
+// them ("h", "herald"). Errors name the field and wrap journal.ErrInvalid.
 func ValidateToken(t Token) error {
 	if err := journal.ValidateText("id", t.ID, 64); err != nil {
 		return err
@@ -135,6 +136,10 @@ func ValidateToken(t Token) error {
 		}
 		if slices.Contains(t.Scope[:i], p) {
 			return journal.Invalid(fmt.Sprintf("scope[%d]", i), "%q is given twice", p)
+		}
+		if len(p) < len(journal.ReservedPrefix) && strings.HasPrefix(journal.ReservedPrefix, p) {
+			return journal.Invalid(fmt.Sprintf("scope[%d]", i), "%q covers herald's own streams (%s…), whose events are every tenant's: give %q for a tenant's, or %s to mean herald's",
+				p, journal.ReservedPrefix, p+"/", journal.ReservedPrefix)
 		}
 	}
 	return nil

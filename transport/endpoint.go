@@ -1,6 +1,8 @@
 package transport
 
 import (
+	"cmp"
+	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -12,10 +14,13 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/net/http/httpguts"
+	"golang.org/x/net/idna"
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/store"
@@ -48,6 +53,13 @@ const (
 	MaxHeaderNameBytes  = 256  // well past any header a receiver defines
 	MaxHeaderValueBytes = 4096 // receivers commonly refuse header lines above 8 KiB
 )
+
+// MaxRSAKeyBits bounds an RSA key herald signs with (a client
+// certificate's; activitypub's keys): a signature's cost grows with the
+// cube of the key's size (2048 bits: 2 ms of CPU; 8192: 0.17 s; 16384: over
+// 1 s), and a registration's key would take that from every other's
+// deliveries. crypto/tls bounds a peer's key at 8192 bits for that reason.
+const MaxRSAKeyBits = 8192
 
 // ReservedHeaders are refused in Endpoint.Headers whatever the projection:
 // hop-by-hop headers (RFC 9110 §7.6.1), what the transport sets (Host,
@@ -180,6 +192,9 @@ func (e Endpoint) certificate() (*tls.Certificate, error) {
 		}
 		return nil, journal.Invalid(field, "%s", strings.TrimPrefix(err.Error(), "tls: "))
 	}
+	if k, ok := cert.PrivateKey.(*rsa.PrivateKey); ok && k.N.BitLen() > MaxRSAKeyBits {
+		return nil, journal.Invalid("config.client_key", "is a %d-bit RSA key: at most %d bits", k.N.BitLen(), MaxRSAKeyBits)
+	}
 	if cert.Leaf == nil {
 		if cert.Leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
 			return nil, journal.Invalid("config.client_cert", "cannot be parsed: %v", err)
@@ -230,8 +245,9 @@ type proxy struct {
 
 // ParseProxy checks raw, an HTTP CONNECT proxy's URL, as field (a flag or
 // config key names it in errors, which never show a password):
-// http://[user:password@]host[:port], the port 80 when left out. An https
-// proxy (TLS to the proxy) is not supported.
+// http://[user:password@]host[:port], the port 80 when left out, a
+// non-ASCII host as IDNA writes it (xn--…). An https proxy (TLS to the
+// proxy) is not supported.
 func ParseProxy(field, raw string) (*url.URL, error) {
 	if len(raw) > store.MaxURLBytes {
 		return nil, journal.Invalid(field, "is longer than %d bytes (%d)", store.MaxURLBytes, len(raw))
@@ -248,9 +264,18 @@ func ParseProxy(field, raw string) (*url.URL, error) {
 	case u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "":
 		return nil, journal.Invalid(field, "has a path, query or fragment: give http://[user:password@]host:port")
 	}
-	if u.Port() == "" {
-		u.Host = net.JoinHostPort(u.Hostname(), "80")
+	if n, err := strconv.Atoi(u.Port()); u.Port() != "" && (err != nil || n < 1 || n > 65535) {
+		return nil, journal.Invalid(field, "has port %s: it must be 1 to 65535", journal.Shown(u.Port()))
 	}
+	// The proxy's name is dialled as it stands, with no IDNA mapping (the
+	// destination's gets one): a non-ASCII name is looked up as punycode.
+	host := u.Hostname()
+	if strings.IndexFunc(host, func(r rune) bool { return r >= utf8.RuneSelf }) >= 0 {
+		if host, err = idna.Lookup.ToASCII(host); err != nil {
+			return nil, journal.Invalid(field, "has a host that is no domain name, as IDNA looks names up (%v)", err)
+		}
+	}
+	u.Host = net.JoinHostPort(host, cmp.Or(u.Port(), "80"))
 	return u, nil
 }
 

@@ -3,16 +3,24 @@ package transport_test
 import (
 	"bufio"
 	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"log"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -400,6 +408,23 @@ func TestARegistrationsOwnProxyFailingIsTheRegistrationsNotTheHosts(t *testing.T
 	wantNoAnswer(t, deliver(t, newTransport(t, daemons), srv.URL, message(`{}`)))
 }
 
+// A registration's proxy named in Unicode is dialled by the name IDNA
+// maps it to, as a destination's is ("ｌｏｃａｌｈｏｓｔ" is "localhost"):
+// dialled as typed it never resolved, and every delivery through it failed.
+func TestANonASCIIProxyNameIsDialledAsIDNAMapsIt(t *testing.T) {
+	srv := newCounter(t, nil)
+	proxy := newConnectProxy(t, "")
+	_, port, _ := net.SplitHostPort(proxy.ln.Addr().String())
+	tr := newTransport(t, loopbackOptions())
+	out, err := tr.Deliver(context.Background(), withEndpoint(t, srv.URL, transport.Endpoint{Proxy: "http://ｌｏｃａｌｈｏｓｔ:" + port}), message(`{}`), at)
+	if err != nil || !out.OK() {
+		t.Fatalf("Deliver through http://ｌｏｃａｌｈｏｓｔ:%s = %s, %v; want accepted", port, describe(out), err)
+	}
+	if targets, _ := proxy.seen(); len(targets) != 1 || srv.hits.Load() != 1 {
+		t.Errorf("CONNECT targets = %q, receiver hits %d; want one tunnel, one request", targets, srv.hits.Load())
+	}
+}
+
 func TestProxyURLIsChecked(t *testing.T) {
 	for _, c := range []struct{ raw, want string }{
 		{"https://proxy.example:3128", "plain HTTP CONNECT"},
@@ -407,6 +432,9 @@ func TestProxyURLIsChecked(t *testing.T) {
 		{"http://:3128", "has no host"},
 		{"http://proxy.example:3128/path", "path, query or fragment"},
 		{"http://u:p%zz@proxy.example", "cannot be parsed"},
+		{"http://proxy.example:0", "has port 0: it must be 1 to 65535"},
+		{"http://proxy.example:99999", "has port 99999"},
+		{"http://a\u202eb.example:3128", "no domain name"},
 		{"http://" + strings.Repeat("a", 3000) + ":3128", "longer than 2048 bytes (3012)"},
 	} {
 		_, err := transport.ParseProxy("--egress-proxy", c.raw)
@@ -416,5 +444,31 @@ func TestProxyURLIsChecked(t *testing.T) {
 	}
 	if _, err := transport.New(transport.Options{Proxy: "ftp://x"}); err == nil || !strings.Contains(err.Error(), "Options.Proxy") {
 		t.Errorf("New with a bad Proxy = %v; want an error naming Options.Proxy", err)
+	}
+}
+
+// A client certificate whose RSA key is past MaxRSAKeyBits is refused,
+// naming config.client_key: each handshake would sign with it, a quarter of
+// a second of CPU or more taken from every other registration.
+func TestAClientKeyPastMaxRSAKeyBitsIsRefused(t *testing.T) {
+	keyPEM, err := os.ReadFile(filepath.Join("..", "testdata", "activitypub", "rsa-8200-test-key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(keyPEM)
+	key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "big"},
+		NotBefore: at.Add(-time.Hour), NotAfter: at.Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.(*rsa.PrivateKey).Public(), key.(crypto.Signer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := transport.Endpoint{ClientCert: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), ClientKey: string(keyPEM)}
+	err = e.Check()
+	if inv, ok := errors.AsType[*journal.InvalidError](err); !ok || inv.Field != "config.client_key" || !strings.Contains(err.Error(), "8200-bit RSA key: at most 8192") {
+		t.Fatalf("Check of a client certificate with an 8200-bit key = %v; want config.client_key refused", err)
 	}
 }

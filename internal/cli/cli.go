@@ -66,6 +66,7 @@ func Main(ctx context.Context, args []string, stdio Stdio, getenv func(string) s
 	root.SetIn(stdio.In)
 	root.SetOut(stdio.Out)
 	root.SetErr(stdio.Err)
+	strictHelp(root)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
@@ -173,6 +174,31 @@ func newRoot(e *env) *cobra.Command {
 		root.AddCommand(e.cobra(d))
 	}
 	return root
+}
+
+// strictHelp makes cobra's own help and completion, which print help and
+// exit 0 for a topic or a shell they do not know, refuse it, as every other
+// command refuses a bad argument. It is called once root's output is set:
+// completion's commands keep the writer they are made with.
+func strictHelp(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		switch run := c.Run; c.Name() {
+		case "help":
+			c.Run, c.RunE = nil, func(cmd *cobra.Command, args []string) error {
+				if _, _, err := root.Find(args); err != nil {
+					return callError(err)
+				}
+				run(cmd, args)
+				return nil
+			}
+		case "completion":
+			c.RunE = func(*cobra.Command, []string) error {
+				return callf("completion takes a shell: bash, zsh, fish or powershell")
+			}
+		}
+	}
 }
 
 // exitError carries an exit code; with a nil err nothing more is printed.

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -306,4 +307,20 @@ func TestRefusalsCutLongValues(t *testing.T) {
 		require.Equal(t, ExitUsage, r.code, "%.80s", database)
 		require.Less(t, len(r.stderr), 1500, "%.80s: %.2000s", database, r.stderr)
 	}
+}
+
+// help and completion, cobra's own, refuse a topic or shell they do not
+// know as every command refuses a bad argument: exit 2, in JSON with
+// --json (they printed help and exited 0); what they know still works.
+func TestHelpAndCompletionRefuseWhatTheyDoNotKnow(t *testing.T) {
+	for _, args := range [][]string{{"completion", "nosh"}, {"completion"}, {"help", "nosuch"}} {
+		r := runCLI(t, "", "", append([]string{"--json"}, args...)...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
+		var e struct{ Error string }
+		require.NoError(t, json.Unmarshal([]byte(r.stderr), &e), "%v: %s", args, r.stderr)
+		require.NotEmpty(t, e.Error)
+		require.Empty(t, r.stdout, args)
+	}
+	require.Contains(t, heraldOK(t, "", "", "completion", "bash"), "bash completion")
+	require.Contains(t, heraldOK(t, "", "", "help", "keys"), "held once")
 }

@@ -22,7 +22,7 @@ func newKeys(e *env) command {
 	list.long = `ActivityPub actors' private keys, each held once under its key id (the
 signature's keyId, "https://example.com/users/alice#main-key"), for every
 registration that names it (herald register --namespace activitypub --key-id
-ID, without --private-key-file). A key is RSA (at least 2048 bits, PKCS#1 or
+ID, without --private-key-file). A key is RSA (2048 to 8192 bits, PKCS#1 or
 PKCS#8) or Ed25519 (PKCS#8), PEM, not encrypted; it is stored sealed under
 the keyring, like registrations' secrets, and never printed. rotate replaces
 it: every registration naming it signs with the new key from its next

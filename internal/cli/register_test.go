@@ -539,3 +539,18 @@ func TestRegisterRate(t *testing.T) {
 	require.Contains(t, help, "--rate string")
 	require.Contains(t, help, "N/s, N/min or N/h")
 }
+
+// A --stream-prefix of 200 bytes leaves no room for a stream under it: it is
+// refused naming --stream-prefix (it named --stream, which was not given),
+// with --json too, and nothing is subscribed.
+func TestRegisterNamesAStreamPrefixWithNoRoomForAStream(t *testing.T) {
+	db := newDB(t)
+	heraldOK(t, db, "{}", "append", "--stream", "s", "--id", "o1", "--kind", "k")
+	prefix := strings.Repeat("a", 199) + "/"
+	r := runCLI(t, db, "", "--json", "register", "--stream-prefix", prefix, "--id", "x", "--namespace", "webhook", "--url", "https://hooks.example/x")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	var e struct{ Error string }
+	require.NoError(t, json.Unmarshal([]byte(r.stderr), &e), r.stderr)
+	require.True(t, strings.HasPrefix(e.Error, "invalid --stream-prefix: is 200 bytes"), e.Error)
+	require.Equal(t, "No subscriptions.\n", heraldOK(t, db, "", "subscriptions"))
+}

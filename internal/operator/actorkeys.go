@@ -170,6 +170,27 @@ func KeyUsers(ctx context.Context, s store.Store, id string) (int, error) {
 	return n, nil
 }
 
+// CheckHeldKey refuses (ErrForbidden) a scoped token's registration that
+// signs with a key held once: held keys are every tenant's, and a tenant
+// naming another's would have herald sign its own records as that actor.
+// An update keeping the held key the registration signs with already (an
+// admin's choice) passes. s is the store as tok sees it.
+func CheckHeldKey(ctx context.Context, s store.Store, tok store.Token, reg store.Registration) error {
+	k := SigningKey(reg.Config)
+	if len(tok.Scope) == 0 || reg.Namespace != activitypub.Namespace || k.KeyID == "" || k.Own {
+		return nil
+	}
+	old, err := s.Get(ctx, reg.Stream, reg.ID)
+	if err != nil && !errors.Is(err, journal.ErrNotFound) {
+		return err
+	}
+	if was := SigningKey(old.Config); err == nil && was.KeyID == k.KeyID && !was.Own {
+		return nil
+	}
+	return fmt.Errorf("%w: config.key_id %s names a key held by herald keys, which every tenant shares: a token with a scope (%s) registers with its own config.private_key",
+		ErrForbidden, journal.Quoted(k.KeyID), tok.ID)
+}
+
 // APKey is what an ActivityPub config says of the key it signs with.
 type APKey struct {
 	KeyID  string // key_id

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"strings"
-	"unicode"
 
 	"github.com/heraldpush/herald/internal/strictjson"
 	"github.com/heraldpush/herald/journal"
@@ -38,7 +37,7 @@ func JSONError(where string, err error) error {
 			path = append(path, where)
 		}
 		for _, name := range strings.Split(te.Field, ".") {
-			if name != "" && !unicode.IsUpper([]rune(name)[0]) { // the Go name of an embedded struct is no JSON field
+			if name != "" && strings.ToLower(name) == name { // an embedded struct's Go name (endpointRequest) is no JSON field; herald's are snake_case
 				path = append(path, name)
 			}
 		}

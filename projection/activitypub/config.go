@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strings"
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/internal/projconfig"
@@ -23,6 +24,10 @@ import (
 // MinKeyBits is the smallest RSA key Config accepts: fediverse servers
 // generate 2048-bit keys, and a smaller one is weak or the wrong file.
 const MinKeyBits = 2048
+
+// MaxKeyBits is the largest, as a client certificate's key's
+// (transport.MaxRSAKeyBits says why).
+const MaxKeyBits = transport.MaxRSAKeyBits
 
 // Signature schemes (package doc, "Signatures"), the values of
 // Config.SignatureScheme.
@@ -40,8 +45,8 @@ const (
 // signature's key id, the absolute http(s) URI of the sending actor's public
 // key ("https://example.com/users/alice#main-key"). private_key is the
 // actor's key, PEM, not encrypted (left out, key_id names a key held once
-// in the store: package doc, "Keys held once", and WithKeys): RSA (PKCS#1 or PKCS#8, at least
-// MinKeyBits bits) or Ed25519 (PKCS#8). signature_scheme pins the scheme,
+// in the store: package doc, "Keys held once", and WithKeys): RSA (PKCS#1 or PKCS#8,
+// MinKeyBits to MaxKeyBits bits) or Ed25519 (PKCS#8). signature_scheme pins the scheme,
 // "rfc9421" or "cavage" (RSA only), or is left out (package doc, "Signatures").
 //
 // proof_key_id, when set, adds a FEP-8b32 Object Integrity Proof to every
@@ -129,7 +134,7 @@ type settings struct {
 }
 
 func (c Config) settings() (*settings, error) {
-	errs := []error{checkURI("key_id", c.KeyID), c.Endpoint.Check(ownHeaders...)}
+	errs := []error{checkKeyID("key_id", c.KeyID), c.Endpoint.Check(ownHeaders...)}
 	var key crypto.Signer
 	if c.PrivateKey != "" { // else a held key, by key_id (Projection.ValidateConfig)
 		var err error
@@ -204,6 +209,20 @@ func checkURI(field, s string) error {
 	return nil
 }
 
+// checkKeyID is checkURI of a signature's key id, which a header carries
+// quoted (RFC 9421's keyid is an RFC 8941 string; draft-cavage's keyId
+// has no escapes): visible ASCII but '"' and '\'. Non-ASCII was taken,
+// and every signature then failed.
+func checkKeyID(field, s string) error {
+	if err := checkURI(field, s); err != nil {
+		return err
+	}
+	if i := strings.IndexFunc(s, func(r rune) bool { return r <= ' ' || r >= 0x7f || r == '"' || r == '\\' }); i >= 0 {
+		return journal.Invalid("config."+field, "has %U at byte %d: a key id is sent in a header, as visible ASCII without '\"' or '\\' (percent-encode the rest)", []rune(s[i:])[0], i)
+	}
+	return nil
+}
+
 // Key is an actor's private key and the id its public key is published
 // under: what signs a request or a proof. Signer is an *rsa.PrivateKey or
 // an ed25519.PrivateKey (what parsePrivateKey returns); RFC 9421 and proofs
@@ -271,8 +290,8 @@ func parsePrivateKey(pemText string) (crypto.Signer, error) {
 	if !ok {
 		return nil, fmt.Errorf("is a %s key: HTTP signatures need an RSA or Ed25519 key", keyKind(key))
 	}
-	if bits := rsaKey.N.BitLen(); bits < MinKeyBits {
-		return nil, fmt.Errorf("is a %d-bit RSA key: at least %d bits are required", bits, MinKeyBits)
+	if bits := rsaKey.N.BitLen(); bits < MinKeyBits || bits > MaxKeyBits {
+		return nil, fmt.Errorf("is a %d-bit RSA key: %d to %d bits are required", bits, MinKeyBits, MaxKeyBits)
 	}
 	return rsaKey, nil
 }

@@ -143,7 +143,7 @@ func (c *keyCache) heldKey(ctx context.Context, src KeySource, id string) (crypt
 // CheckKeyID checks a key id as config.key_id is checked: an absolute
 // http(s) URI. Errors wrap journal.ErrInvalid and name field.
 func CheckKeyID(field, id string) error {
-	if err := checkURI("key_id", id); err != nil {
+	if err := checkKeyID("key_id", id); err != nil {
 		if ie, ok := err.(*journal.InvalidError); ok {
 			return &journal.InvalidError{Field: field, Reason: ie.Reason} // cut once, by checkURI
 		}
