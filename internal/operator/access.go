@@ -235,15 +235,13 @@ func (s scoped) Subscriptions(ctx context.Context, prefix string) ([]store.Subsc
 }
 
 // mayChange is nil when this token may write to registration stream/id
-// (MayChange); one out of its scope is as if it did not exist.
+// (MayChange); one out of its scope is as if it did not exist. One not
+// found is not written to: a subscription may make it before the write.
 func (s scoped) mayChange(ctx context.Context, stream, id string) error {
 	if !s.tok.Sees(stream) {
 		return store.NotFound(stream, id)
 	}
 	st, err := s.Backend.Get(ctx, stream, id)
-	if errors.Is(err, journal.ErrNotFound) {
-		return nil // the write says so (or Update creates it)
-	}
 	if err != nil {
 		return err
 	}
@@ -310,7 +308,11 @@ func (s scoped) Register(ctx context.Context, r store.Registration) (store.Regis
 }
 
 func (s scoped) Update(ctx context.Context, r, was store.Registration) (store.Registration, error) {
-	if err := s.mayChange(ctx, r.Stream, r.ID); err != nil {
+	if !s.tok.Sees(r.Stream) {
+		return store.Registration{}, store.NotFound(r.Stream, r.ID)
+	}
+	// None found: a create, which the store refuses if one was made since.
+	if err := s.mayChange(ctx, r.Stream, r.ID); err != nil && !errors.Is(err, journal.ErrNotFound) {
 		return store.Registration{}, err
 	}
 	return s.Backend.Update(ctx, r, was)

@@ -196,8 +196,8 @@ func CheckList(q store.ListQuery) error {
 
 // UnparkAll unparks, at at, every parked registration q matches, one by
 // one, each with its evidence; one unregistered since it was listed is left
-// out, as is one s refuses to this token (ErrForbidden: MayChange), which
-// is another's to unpark. Another error stops it, naming the registration
+// out, as is one a scoped s refuses (ErrForbidden: MayChange), which is
+// another's to unpark. Another error stops it, naming the registration
 // it failed on; those unparked before it come with it and stay unparked.
 func UnparkAll(ctx context.Context, s store.Store, q store.ListQuery, at time.Time) (UnparkedAll, error) {
 	q.Parked = true
