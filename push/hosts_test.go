@@ -615,6 +615,13 @@ func TestARegistrationsOwnRouteFailingNeverHoldsItsHost(t *testing.T) {
 // for /good it answers 202 and keeps the body; to any other it writes
 // broken's bytes (none: it closes without answering).
 func rawHost(t *testing.T, broken string) (addr string, good func() []string) {
+	var b atomic.Pointer[string]
+	b.Store(&broken)
+	return rawHostOf(t, &b)
+}
+
+// rawHostOf is rawHost whose broken answer a test switches.
+func rawHostOf(t *testing.T, broken *atomic.Pointer[string]) (addr string, good func() []string) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ln.Close() })
@@ -633,7 +640,7 @@ func rawHost(t *testing.T, broken string) (addr string, good func() []string) {
 					return
 				}
 				body, _ := io.ReadAll(req.Body)
-				answer := broken
+				answer := *broken.Load()
 				if req.URL.Path == "/good" {
 					mu.Lock()
 					kept = append(kept, string(body))
@@ -657,7 +664,8 @@ func rawHost(t *testing.T, broken string) (addr string, good func() []string) {
 // its ceiling, while another registration of the same host gets every
 // record and the host is never charged. A receiver that closes without a
 // byte has not answered: that failure is still its host's, and never
-// charges or parks the registration.
+// charges or parks the registration. A down host whose probe is answered
+// malformed has answered: it is up, its registrations released.
 func TestAMalformedAnswerIsItsRegistrationsFailureNotItsHosts(t *testing.T) {
 	const ceiling = 4
 	t.Run("a malformed header line", func(t *testing.T) {
@@ -711,6 +719,39 @@ func TestAMalformedAnswerIsItsRegistrationsFailureNotItsHosts(t *testing.T) {
 			require.Zero(t, st.Attempts, "sweep %d: no attempt charged", k)
 			when = st.NextAttemptAt
 		}
+	})
+	t.Run("a down host's probe answered malformed", func(t *testing.T) {
+		var broken atomic.Pointer[string]
+		broken.Store(new(""))
+		addr, _ := rawHostOf(t, &broken)
+		f := newFixture(t)
+		held := []string{"x0", "x1", "x2"}
+		for _, s := range held {
+			f.append(s, 1)
+			f.registerURL(s, "r", "http://"+addr+"/"+s)
+		}
+		w := f.workerOn(loopback(t, 5*time.Second), push.WithMaxAttempts(ceiling))
+		host := func() store.Host {
+			list, err := f.store.Hosts(t.Context(), store.HostQuery{Host: store.HostOf("http://" + addr)})
+			require.NoError(t, err)
+			require.Len(t, list, 1)
+			return list[0]
+		}
+		require.Equal(t, 3, f.sweep(w, at(0)).HostFailures)
+		h := host()
+		require.Equal(t, store.HostDown, h.State, "closed without a byte, %d times", store.HostDownAfter)
+
+		broken.Store(new("HTTP/1.1 200 OK\r\nBad Header Line\r\n\r\n"))
+		rep := f.sweep(w, h.NextProbeAt)
+		require.Equal(t, 1, rep.Registrations, "the probe alone went through")
+		require.Zero(t, rep.HostFailures)
+		require.Equal(t, store.HostUp, host().State, "an answer, malformed or not, brings the host up")
+		require.Zero(t, host().Held, "its registrations are released")
+		charged := 0
+		for _, s := range held {
+			charged += f.get(s, "r").Attempts
+		}
+		require.Equal(t, 1, charged, "the probe's registration bears its malformed answer")
 	})
 }
 

@@ -113,7 +113,7 @@ func classifyError(err error, timedOut bool, timeout time.Duration, stage int32,
 	case certRefused:
 		reason, own = "client certificate refused by the receiver: "+alert, true
 	case stage == stageAnswering && !(isNet && netErr.Timeout()):
-		return push.Outcome{Verdict: push.Transient, Reason: answerFailed(err)}
+		return push.Outcome{Verdict: push.Transient, Reason: answerFailed(err), Answered: true}
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		reason = "connection closed by the receiver " + words
 	case isNet && netErr.Timeout():

@@ -255,7 +255,8 @@ func rawReceiver(t *testing.T, answer []byte) string {
 // A receiver that began an answer (its bytes came back) which is not valid
 // HTTP has answered: the failure is the registration's, as a 5xx's is
 // (DESIGN v4, "one path's 5xx is that registration's, not its host's"),
-// its reason showing what was sent, Go-quoted and cut. A receiver that
+// its reason showing what was sent, Go-quoted and cut; an answer, it
+// brings a down host up (HostAnswered). A receiver that
 // closes without a byte has not answered: still the host's.
 func TestAnAnswerThatIsNotHTTPIsTheRegistrations(t *testing.T) {
 	long := strings.Repeat("x", 3000)
@@ -277,7 +278,9 @@ func TestAnAnswerThatIsNotHTTPIsTheRegistrations(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := deliver(t, newTransport(t, loopbackOptions()), rawReceiver(t, []byte(c.answer)), message("{}"))
-			wantOwnFailure(t, out)
+			if out.Verdict != push.Transient || out.Status != 0 || out.HostLevel || !out.HostAnswered() {
+				t.Fatalf("got %s (host-level %t), want transient, not host-level, the host answered", describe(out), out.HostLevel)
+			}
 			if out.Reason != c.reason {
 				t.Errorf("Reason = %q, want %q", out.Reason, c.reason)
 			}
