@@ -2,6 +2,7 @@ package transport_test
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldpush/herald/internal/keytest"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/transport"
 )
@@ -224,12 +226,17 @@ func h(kv ...string) http.Header {
 }
 
 // rawReceiver listens on loopback and, to each request it reads, writes
-// answer's bytes and closes the connection (nil: closes without a word).
-func rawReceiver(t *testing.T, answer []byte) string {
+// answer's bytes and closes the connection (nil: closes without a word);
+// over TLS when config is not nil.
+func rawReceiver(t *testing.T, answer []byte, config *tls.Config) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	scheme := "http://"
+	if config != nil {
+		ln, scheme = tls.NewListener(ln, config), "https://"
 	}
 	t.Cleanup(func() { ln.Close() })
 	go func() {
@@ -249,7 +256,7 @@ func rawReceiver(t *testing.T, answer []byte) string {
 			}()
 		}
 	}()
-	return "http://" + ln.Addr().String() + "/hook"
+	return scheme + ln.Addr().String() + "/hook"
 }
 
 // A receiver that began an answer (its bytes came back) which is not valid
@@ -277,7 +284,7 @@ func TestAnAnswerThatIsNotHTTPIsTheRegistrations(t *testing.T) {
 			"answer cut: connection closed by the receiver in the middle of its answer"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			out := deliver(t, newTransport(t, loopbackOptions()), rawReceiver(t, []byte(c.answer)), message("{}"))
+			out := deliver(t, newTransport(t, loopbackOptions()), rawReceiver(t, []byte(c.answer), nil), message("{}"))
 			if out.Verdict != push.Transient || out.Status != 0 || out.HostLevel || !out.HostAnswered() {
 				t.Fatalf("got %s (host-level %t), want transient, not host-level, the host answered", describe(out), out.HostLevel)
 			}
@@ -286,8 +293,19 @@ func TestAnAnswerThatIsNotHTTPIsTheRegistrations(t *testing.T) {
 			}
 		})
 	}
+	t.Run("over TLS", func(t *testing.T) {
+		ca := keytest.NewCA(t)
+		server := ca.RequireClients(t)
+		server.ClientAuth = tls.NoClientCert
+		opts := loopbackOptions()
+		opts.TLSConfig = &tls.Config{RootCAs: ca.Pool}
+		out := deliver(t, newTransport(t, opts), rawReceiver(t, []byte("HTTP/1.1 200 OK\r\nBad Header Line\r\n\r\n"), server), message("{}"))
+		if out.Verdict != push.Transient || out.HostLevel || !out.HostAnswered() || !strings.HasPrefix(out.Reason, "answer not valid HTTP: ") {
+			t.Fatalf("got %s (host-level %t), want the registration's, the host answered", describe(out), out.HostLevel)
+		}
+	})
 	t.Run("closed without a byte: the host's", func(t *testing.T) {
-		out := deliver(t, newTransport(t, loopbackOptions()), rawReceiver(t, nil), message("{}"))
+		out := deliver(t, newTransport(t, loopbackOptions()), rawReceiver(t, nil, nil), message("{}"))
 		wantNoAnswer(t, out)
 		mustContain(t, "Reason", out.Reason, "connection closed by the receiver waiting for the response headers")
 	})
