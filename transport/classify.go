@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/heraldpush/herald/journal"
@@ -87,11 +86,12 @@ var stageWords = [...]string{
 // classifyError classifies a request that got no answer (package doc's
 // table), its reason from the innermost useful error, never *url.Error,
 // which repeats the URL. The failure is the host's (HostLevel) unless it is
-// the registration's own: the receiver began an answer that is not HTTP
-// (its bytes came back: the host is up, as for a 5xx), the receiver refused
-// its client certificate, or proxied (the request went through the registration's own proxy) and the
-// host's name resolved: its proxy can fail, stall or reset in the host's
-// place, and other registrations may reach the host without it.
+// the registration's own: the receiver began an answer that is not valid
+// HTTP (bytes came back: the host answered, as with a 5xx), it refused the
+// client certificate, or proxied (the request went through the
+// registration's own proxy) and the host's name resolved: its proxy can
+// fail, stall or reset in the host's place, and other registrations may
+// reach the host without it.
 func classifyError(err error, timedOut bool, timeout time.Duration, stage int32, proxied bool) push.Outcome {
 	if refused, ok := errors.AsType[*RefusedError](err); ok {
 		return push.Outcome{Verdict: push.Permanent, Reason: refused.Error()}
@@ -130,22 +130,26 @@ func classifyError(err error, timedOut bool, timeout time.Duration, stage int32,
 // bytes in its errors (%q); each quoted value is shown again cut, as
 // journal.Quoted cuts it.
 func answerFailed(err error) string {
-	cut := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+	closed := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+	_, broken := errors.AsType[*net.OpError](err) // a reset
 	for inner := errors.Unwrap(err); inner != nil; inner = errors.Unwrap(err) {
 		err = inner // the innermost error: net/http's wrappers say nothing of the answer
 	}
-	if cut {
+	switch {
+	case closed:
 		return "answer cut: connection closed by the receiver " + stageWords[stageAnswering]
-	}
-	if _, isErrno := err.(syscall.Errno); isErrno { // a reset
+	case broken:
 		return "answer cut: " + err.Error()
 	}
 	msg, b := err.Error(), strings.Builder{}
 	b.WriteString("answer not valid HTTP: ")
 	for {
 		i := strings.IndexByte(msg, '"')
-		q, err := strconv.QuotedPrefix(msg[max(i, 0):])
-		if i < 0 || err != nil {
+		if i < 0 {
+			break
+		}
+		q, err := strconv.QuotedPrefix(msg[i:])
+		if err != nil {
 			break
 		}
 		raw, _ := strconv.Unquote(q)

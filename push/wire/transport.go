@@ -55,8 +55,9 @@ type Outcome struct {
 	Reason        string        // why it failed, in words ("503 Service Unavailable", "dial: connection refused", "netguard: 10.0.0.7 is private (RFC 1918)"); never a secret
 	// HostLevel marks a failure that says nothing about the record (no
 	// connection, a timeout, TLS, a reset before any answer, 502/503/504
-	// without Retry-After), charged to the host (HostStore); never one of the registration's own
-	// route or credentials (its proxy, its refused client certificate).
+	// without Retry-After), charged to the host (HostStore); never one of
+	// the registration's own route or credentials (its proxy, its refused
+	// client certificate).
 	HostLevel bool
 	// Answered marks an answer begun without a valid status (not HTTP, or
 	// cut short): the host answered all the same.
