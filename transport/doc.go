@@ -36,13 +36,15 @@
 //
 // HostLevel failures count against the host, not the registration (README,
 // "Hosts"). Once a byte of an answer came back (httptrace's
-// GotFirstResponseByte), the host has answered (Outcome.Answered), and
-// what is wrong with the answer is the registration's. A registration's
-// own route and credentials are its own: its Endpoint.Proxy can fail in the host's place, and a host refusing one
-// registration's certificate serves others, so neither judges the host;
-// the host's name not resolving still does (herald resolves it, not the
-// proxy), as does Options.Proxy failing, every registration's route. A Retry-After on a 2xx or a 410 does not change its verdict; the
-// worker clamps every delay to [1 s, push.WithMaxRetryAfter].
+// GotFirstResponseByte), the host has answered (Outcome.Answered), and what
+// is wrong with the answer is the registration's. A registration's own
+// route and credentials are its own: its Endpoint.Proxy can fail in the
+// host's place, and a host refusing one registration's certificate serves
+// others, so neither judges the host; the host's name not resolving still
+// does (herald resolves it, not the proxy), as does Options.Proxy failing,
+// every registration's route. A Retry-After on a 2xx or a 410 does not
+// change its verdict; the worker clamps every delay to
+// [1 s, push.WithMaxRetryAfter].
 //
 // # Network guard
 //
