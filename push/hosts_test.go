@@ -1,6 +1,7 @@
 package push_test
 
 import (
+	"bufio"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -608,6 +609,150 @@ func TestARegistrationsOwnRouteFailingNeverHoldsItsHost(t *testing.T) {
 			require.Equal(t, uint64(1), f.get("broken", "r").NextSeq, "parked with its cursor intact")
 		})
 	}
+}
+
+// rawHost is a receiver on 127.0.0.1 written on net.Listen: to a request
+// for /good it answers 202 and keeps the body; to any other it writes
+// broken's bytes (none: it closes without answering).
+func rawHost(t *testing.T, broken string) (addr string, good func() []string) {
+	var b atomic.Pointer[string]
+	b.Store(&broken)
+	return rawHostOf(t, &b)
+}
+
+// rawHostOf is rawHost whose broken answer a test switches.
+func rawHostOf(t *testing.T, broken *atomic.Pointer[string]) (addr string, good func() []string) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	var mu sync.Mutex
+	var kept []string
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				req, err := http.ReadRequest(bufio.NewReader(conn))
+				if err != nil {
+					return
+				}
+				body, _ := io.ReadAll(req.Body)
+				answer := *broken.Load()
+				if req.URL.Path == "/good" {
+					mu.Lock()
+					kept = append(kept, string(body))
+					mu.Unlock()
+					answer = "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+				}
+				_, _ = io.WriteString(conn, answer)
+			}()
+		}
+	}()
+	return ln.Addr().String(), func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(kept)
+	}
+}
+
+// A receiver whose answer is not valid HTTP has answered: the failure is
+// the registration's (DESIGN v4, "one path's 5xx is that registration's,
+// not its host's"), charged an attempt at each retry instant and parked at
+// its ceiling, while another registration of the same host gets every
+// record and the host is never charged. A receiver that closes without a
+// byte has not answered: that failure is still its host's, and never
+// charges or parks the registration. A down host whose probe is answered
+// malformed has answered: it is up, its registrations released.
+func TestAMalformedAnswerIsItsRegistrationsFailureNotItsHosts(t *testing.T) {
+	const ceiling = 4
+	t.Run("a malformed header line", func(t *testing.T) {
+		addr, good := rawHost(t, "HTTP/1.1 200 OK\r\nBad Header Line\r\n\r\n")
+		f := newFixture(t)
+		f.append("good", 1)
+		f.append("broken", 1)
+		f.registerURL("good", "r", "http://"+addr+"/good")
+		f.registerURL("broken", "r", "http://"+addr+"/broken")
+		w := f.workerOn(loopback(t, 5*time.Second), push.WithMaxAttempts(ceiling))
+		when := at(0)
+		for k := 1; k <= ceiling; k++ {
+			rep := f.sweep(w, when)
+			require.Zero(t, rep.HostFailures, "attempt %d: nothing is charged to the host", k)
+			require.Equal(t, bodies(1, k), good(), "attempt %d: the other registration got its records", k)
+			hosts, err := f.store.Hosts(t.Context(), store.HostQuery{Host: store.HostOf("http://" + addr)})
+			require.NoError(t, err)
+			for _, h := range hosts {
+				require.Equal(t, store.HostUp, h.State, "attempt %d: never down", k)
+				require.Zero(t, h.Failures, "attempt %d", k)
+			}
+			st := f.get("broken", "r")
+			require.Zero(t, st.HostFailures, "attempt %d", k)
+			require.Contains(t, st.LastError, `answer not valid HTTP: malformed MIME header: missing colon: "Bad Header Line"`, "attempt %d", k)
+			if k == ceiling {
+				require.True(t, st.Parked, "parked at its ceiling, as for a 5xx")
+				require.Equal(t, 1, rep.Parked)
+				break
+			}
+			require.False(t, st.Parked, "attempt %d", k)
+			require.Equal(t, k, st.Attempts, "attempt %d: charged to the registration", k)
+			require.Equal(t, when.Add(store.Backoff("broken", "r", k-1)), st.NextAttemptAt, "attempt %d: the default backoff", k)
+			when = st.NextAttemptAt
+			f.append("good", 1)
+		}
+		require.Equal(t, uint64(1), f.get("broken", "r").NextSeq, "parked with its cursor intact")
+	})
+	t.Run("closed without a byte", func(t *testing.T) {
+		addr, _ := rawHost(t, "")
+		f := newFixture(t)
+		f.append("broken", 1)
+		f.registerURL("broken", "r", "http://"+addr+"/broken")
+		w := f.workerOn(loopback(t, 5*time.Second), push.WithMaxAttempts(ceiling))
+		when := at(0)
+		for k := 1; k <= ceiling+1; k++ {
+			rep := f.sweep(w, when)
+			require.Equal(t, 1, rep.HostFailures, "sweep %d: charged to the host", k)
+			st := f.get("broken", "r")
+			require.Contains(t, st.LastError, "connection closed by the receiver", "sweep %d", k)
+			require.False(t, st.Parked, "sweep %d: never parked for its host", k)
+			require.Zero(t, st.Attempts, "sweep %d: no attempt charged", k)
+			when = st.NextAttemptAt
+		}
+	})
+	t.Run("a down host's probe answered malformed", func(t *testing.T) {
+		var broken atomic.Pointer[string]
+		broken.Store(new(""))
+		addr, _ := rawHostOf(t, &broken)
+		f := newFixture(t)
+		held := []string{"x0", "x1", "x2"}
+		for _, s := range held {
+			f.append(s, 1)
+			f.registerURL(s, "r", "http://"+addr+"/"+s)
+		}
+		w := f.workerOn(loopback(t, 5*time.Second), push.WithMaxAttempts(ceiling))
+		host := func() store.Host {
+			list, err := f.store.Hosts(t.Context(), store.HostQuery{Host: store.HostOf("http://" + addr)})
+			require.NoError(t, err)
+			require.Len(t, list, 1)
+			return list[0]
+		}
+		require.Equal(t, 3, f.sweep(w, at(0)).HostFailures)
+		h := host()
+		require.Equal(t, store.HostDown, h.State, "closed without a byte, %d times", store.HostDownAfter)
+
+		broken.Store(new("HTTP/1.1 200 OK\r\nBad Header Line\r\n\r\n"))
+		rep := f.sweep(w, h.NextProbeAt)
+		require.Equal(t, 1, rep.Registrations, "the probe alone went through")
+		require.Zero(t, rep.HostFailures)
+		require.Equal(t, store.HostUp, host().State, "an answer, malformed or not, brings the host up")
+		require.Zero(t, host().Held, "its registrations are released")
+		charged := 0
+		for _, s := range held {
+			charged += f.get(s, "r").Attempts
+		}
+		require.Equal(t, 1, charged, "the probe's registration bears its malformed answer")
+	})
 }
 
 // renewFails is a store that cannot renew a lease.

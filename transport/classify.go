@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
@@ -71,6 +72,7 @@ const (
 	stageConnecting              // dialing, TLS
 	stageSending                 // connected, writing the request
 	stageWaiting                 // request written, awaiting the response headers
+	stageAnswering               // a first byte of the answer came back: the host answered
 )
 
 var stageWords = [...]string{
@@ -78,15 +80,18 @@ var stageWords = [...]string{
 	stageConnecting: "while connecting",
 	stageSending:    "while sending the request",
 	stageWaiting:    "waiting for the response headers",
+	stageAnswering:  "in the middle of its answer",
 }
 
 // classifyError classifies a request that got no answer (package doc's
 // table), its reason from the innermost useful error, never *url.Error,
 // which repeats the URL. The failure is the host's (HostLevel) unless it is
-// the registration's own: the receiver refused its client certificate, or
-// proxied (the request went through the registration's own proxy) and the
-// host's name resolved: its proxy can fail, stall or reset in the host's
-// place, and other registrations may reach the host without it.
+// the registration's own: the receiver began an answer that is not valid
+// HTTP (bytes came back: the host answered, as with a 5xx), it refused the
+// client certificate, or proxied (the request went through the
+// registration's own proxy) and the host's name resolved: its proxy can
+// fail, stall or reset in the host's place, and other registrations may
+// reach the host without it.
 func classifyError(err error, timedOut bool, timeout time.Duration, stage int32, proxied bool) push.Outcome {
 	if refused, ok := errors.AsType[*RefusedError](err); ok {
 		return push.Outcome{Verdict: push.Permanent, Reason: refused.Error()}
@@ -107,6 +112,8 @@ func classifyError(err error, timedOut bool, timeout time.Duration, stage int32,
 	case dns: // "dns: …", even when the lookup itself timed out (not the request)
 	case certRefused:
 		reason, own = "client certificate refused by the receiver: "+alert, true
+	case stage == stageAnswering && !(isNet && netErr.Timeout()):
+		return push.Outcome{Verdict: push.Transient, Reason: answerFailed(err), Answered: true}
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		reason = "connection closed by the receiver " + words
 	case isNet && netErr.Timeout():
@@ -116,6 +123,41 @@ func classifyError(err error, timedOut bool, timeout time.Duration, stage int32,
 		reason = "through the registration's proxy: " + reason
 	}
 	return push.Outcome{Verdict: push.Transient, Reason: reason, HostLevel: !own}
+}
+
+// answerFailed says how an answer that began went wrong: cut short, or not
+// HTTP, showing what the receiver sent. net/http quotes the receiver's
+// bytes in its errors (%q); each quoted value is shown again cut, as
+// journal.Quoted cuts it.
+func answerFailed(err error) string {
+	closed := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+	_, broken := errors.AsType[*net.OpError](err) // a reset
+	for inner := errors.Unwrap(err); inner != nil; inner = errors.Unwrap(err) {
+		err = inner // the innermost error: net/http's wrappers say nothing of the answer
+	}
+	switch {
+	case closed:
+		return "answer cut: connection closed by the receiver " + stageWords[stageAnswering]
+	case broken:
+		return "answer cut: " + err.Error()
+	}
+	msg, b := err.Error(), strings.Builder{}
+	b.WriteString("answer not valid HTTP: ")
+	for {
+		i := strings.IndexByte(msg, '"')
+		if i < 0 {
+			break
+		}
+		q, err := strconv.QuotedPrefix(msg[i:])
+		if err != nil {
+			break
+		}
+		raw, _ := strconv.Unquote(q)
+		b.WriteString(msg[:i] + journal.Quoted(raw))
+		msg = msg[i+len(q):]
+	}
+	b.WriteString(msg)
+	return b.String()
 }
 
 // certificateAlerts are the TLS alerts (RFC 8446 §6.2) by which a server

@@ -1,8 +1,11 @@
 package transport_test
 
 import (
+	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -10,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldpush/herald/internal/keytest"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/transport"
 )
@@ -219,4 +223,90 @@ func h(kv ...string) http.Header {
 		hdr.Set(kv[i], kv[i+1])
 	}
 	return hdr
+}
+
+// rawReceiver listens on loopback and, to each request it reads, writes
+// answer's bytes and closes the connection (nil: closes without a word);
+// over TLS when config is not nil.
+func rawReceiver(t *testing.T, answer []byte, config *tls.Config) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme := "http://"
+	if config != nil {
+		ln, scheme = tls.NewListener(ln, config), "https://"
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				req, err := http.ReadRequest(bufio.NewReader(conn))
+				if err != nil {
+					return
+				}
+				_, _ = io.Copy(io.Discard, req.Body)
+				_, _ = conn.Write(answer)
+			}()
+		}
+	}()
+	return scheme + ln.Addr().String() + "/hook"
+}
+
+// A receiver that began an answer (its bytes came back) which is not valid
+// HTTP has answered: the failure is the registration's, as a 5xx's is
+// (DESIGN v4, "one path's 5xx is that registration's, not its host's"),
+// its reason showing what was sent, Go-quoted and cut; an answer, it
+// brings a down host up (HostAnswered). A receiver that
+// closes without a byte has not answered: still the host's.
+func TestAnAnswerThatIsNotHTTPIsTheRegistrations(t *testing.T) {
+	long := strings.Repeat("x", 3000)
+	for _, c := range []struct {
+		name, answer, reason string
+	}{
+		{"malformed header line", "HTTP/1.1 200 OK\r\nBad Header Line\r\n\r\n",
+			`answer not valid HTTP: malformed MIME header: missing colon: "Bad Header Line"`},
+		{"malformed header name", "HTTP/1.1 200 OK\r\nBad Name: \x1b]0;x\a\r\n\r\n",
+			`answer not valid HTTP: malformed MIME header line: "Bad Name: \x1b]0;x\a"`},
+		{"malformed status line", "\x1b[31mhello\x00\r\n\r\n",
+			`answer not valid HTTP: malformed HTTP response "\x1b[31mhello\x00"`},
+		{"malformed status code", "HTTP/1.1 2000 OK\r\n\r\n",
+			`answer not valid HTTP: malformed HTTP status code "2000"`},
+		{"a long header line, cut", "HTTP/1.1 200 OK\r\n" + long + "\r\n\r\n",
+			`answer not valid HTTP: malformed MIME header: missing colon: "` + long[:256] + `"… (3000 bytes)`},
+		{"cut in the middle of the headers", "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n",
+			"answer cut: connection closed by the receiver in the middle of its answer"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := deliver(t, newTransport(t, loopbackOptions()), rawReceiver(t, []byte(c.answer), nil), message("{}"))
+			if out.Verdict != push.Transient || out.Status != 0 || out.HostLevel || !out.HostAnswered() {
+				t.Fatalf("got %s (host-level %t), want transient, not host-level, the host answered", describe(out), out.HostLevel)
+			}
+			if out.Reason != c.reason {
+				t.Errorf("Reason = %q, want %q", out.Reason, c.reason)
+			}
+		})
+	}
+	t.Run("over TLS", func(t *testing.T) {
+		ca := keytest.NewCA(t)
+		server := ca.RequireClients(t)
+		server.ClientAuth = tls.NoClientCert
+		opts := loopbackOptions()
+		opts.TLSConfig = &tls.Config{RootCAs: ca.Pool}
+		out := deliver(t, newTransport(t, opts), rawReceiver(t, []byte("HTTP/1.1 200 OK\r\nBad Header Line\r\n\r\n"), server), message("{}"))
+		if out.Verdict != push.Transient || out.HostLevel || !out.HostAnswered() || !strings.HasPrefix(out.Reason, "answer not valid HTTP: ") {
+			t.Fatalf("got %s (host-level %t), want the registration's, the host answered", describe(out), out.HostLevel)
+		}
+	})
+	t.Run("closed without a byte: the host's", func(t *testing.T) {
+		out := deliver(t, newTransport(t, loopbackOptions()), rawReceiver(t, nil, nil), message("{}"))
+		wantNoAnswer(t, out)
+		mustContain(t, "Reason", out.Reason, "connection closed by the receiver waiting for the response headers")
+	})
 }

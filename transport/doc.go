@@ -19,6 +19,8 @@
 //	408, 425, 5xx                                 Transient
 //	timeout, refused or reset connection,
 //	DNS failure, TLS failure                      Transient, HostLevel
+//	an answer begun that is not valid HTTP or is
+//	cut short (timeouts apart)                    Transient, the registration's
 //	502, 503, 504 without a valid Retry-After     Transient, HostLevel
 //	the registration's own proxy failing (not
 //	reached, CONNECT refused, tunnel stalled or
@@ -33,12 +35,16 @@
 //	the caller's ctx ended before an answer       an error, not an Outcome: nothing is counted
 //
 // HostLevel failures count against the host, not the registration (README,
-// "Hosts"). A registration's own route and credentials are its own: its
-// Endpoint.Proxy can fail in the host's place, and a host refusing one
-// registration's certificate serves others, so neither judges the host;
-// the host's name not resolving still does (herald resolves it, not the
-// proxy), as does Options.Proxy failing, every registration's route. A Retry-After on a 2xx or a 410 does not change its verdict; the
-// worker clamps every delay to [1 s, push.WithMaxRetryAfter].
+// "Hosts"). Once a byte of an answer came back (httptrace's
+// GotFirstResponseByte), the host has answered (Outcome.Answered), and what
+// is wrong with the answer is the registration's. A registration's own
+// route and credentials are its own: its Endpoint.Proxy can fail in the
+// host's place, and a host refusing one registration's certificate serves
+// others, so neither judges the host; the host's name not resolving still
+// does (herald resolves it, not the proxy), as does Options.Proxy failing,
+// every registration's route. A Retry-After on a 2xx or a 410 does not
+// change its verdict; the worker clamps every delay to
+// [1 s, push.WithMaxRetryAfter].
 //
 // # Network guard
 //

@@ -305,7 +305,8 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 	}{}
 	st.trace.GetConn = func(string) { st.stage.Store(stageConnecting) }
 	st.trace.GotConn = func(httptrace.GotConnInfo) { st.stage.Store(stageSending) }
-	st.trace.WroteRequest = func(httptrace.WroteRequestInfo) { st.stage.Store(stageWaiting) }
+	st.trace.WroteRequest = func(httptrace.WroteRequestInfo) { st.stage.CompareAndSwap(stageSending, stageWaiting) } // an answer may come first
+	st.trace.GotFirstResponseByte = func() { st.stage.Store(stageAnswering) }
 	req, err := t.newRequest(httptrace.WithClientTrace(reqCtx, &st.trace), u, rt.header, msg, at)
 	if err != nil {
 		return push.Outcome{Verdict: push.Transient, Reason: err.Error()}, nil

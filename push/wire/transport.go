@@ -54,15 +54,19 @@ type Outcome struct {
 	Duration      time.Duration // wall time of the attempt, for evidence and metrics
 	Reason        string        // why it failed, in words ("503 Service Unavailable", "dial: connection refused", "netguard: 10.0.0.7 is private (RFC 1918)"); never a secret
 	// HostLevel marks a failure that says nothing about the record (no
-	// connection, a timeout, TLS, a reset, 502/503/504 without Retry-After),
-	// charged to the host (HostStore); never one of the registration's own
-	// route or credentials (its proxy, its refused client certificate).
+	// connection, a timeout, TLS, a reset before any answer, 502/503/504
+	// without Retry-After), charged to the host (HostStore); never one of
+	// the registration's own route or credentials (its proxy, its refused
+	// client certificate).
 	HostLevel bool
+	// Answered marks an answer begun without a valid status (not HTTP, or
+	// cut short): the host answered all the same.
+	Answered bool
 }
 
 // HostAnswered reports whether the host itself answered (a status that is not
-// HostLevel), which brings a down host up.
-func (o Outcome) HostAnswered() bool { return o.Status != 0 && !o.HostLevel }
+// HostLevel, or Answered), which brings a down host up.
+func (o Outcome) HostAnswered() bool { return (o.Status != 0 || o.Answered) && !o.HostLevel }
 
 // OK reports whether the message was accepted.
 func (o Outcome) OK() bool { return o.Verdict == Accepted }
