@@ -174,3 +174,45 @@ func TestTenantsUnparkOfManyLeavesAnAdminSubscriptionsRegistrationParked(t *test
 	require.ElementsMatch(t, []string{ownReg, withinReg}, ids)
 	require.Equal(t, before, regState(t, s, auditReg), "still parked, as it was")
 }
+
+// TestTenantCannotTakeAnAdminSubscriptionsIDOnItsStreams: where the
+// registration an admin's subscription of tenant/ made on a tenant's stream
+// is gone (the admin removed it) or not yet made (a stream the register
+// would create), a token scoped to tenant/42/ may not create one of the
+// subscription's id there (403, naming the subscription, nothing written),
+// so that it cannot keep the stream's records from that receiver; it still
+// creates one of another id, and one of the id of a subscription within
+// its scope on a stream that subscription does not follow.
+func TestTenantCannotTakeAnAdminSubscriptionsIDOnItsStreams(t *testing.T) {
+	s, _, api := subscribedTenant(t)
+	tok := tokenIn(t, s, store.RoleOperator, "tenant/42/")
+	code, body := call(t, api, http.MethodDelete, "/v1/registration?"+url.Values{"stream": {scopedStream}, "id": {auditReg}}.Encode(), "", testToken, "")
+	require.Equal(t, http.StatusNoContent, code, body)
+	register := func(stream, id string) (int, string) {
+		return call(t, api, http.MethodPost, "/v1/registrations", "application/json", tok,
+			fmt.Sprintf(`{"stream": %q, "id": %q, "namespace": "webhook", "url": "https://tenant.example/hook"}`, stream, id))
+	}
+
+	for _, stream := range []string{scopedStream, "tenant/42/new"} {
+		code, body = register(stream, auditReg)
+		require.Equal(t, http.StatusForbidden, code, body)
+		require.Contains(t, errorOf(t, body), `registration stream=`+stream+` id=audit would take the place of the subscription stream_prefix=tenant/ id=audit, which this token's scope (tenant/42/) does not cover`)
+		_, err := s.Get(t.Context(), stream, auditReg)
+		require.ErrorIs(t, err, journal.ErrNotFound, "nothing was written")
+	}
+	head, err := s.Head(t.Context(), "tenant/42/new")
+	require.NoError(t, err)
+	require.Zero(t, head)
+	_, err = s.Append(t.Context(), "tenant/42/new", journal.Entry{ID: "n1", Kind: "k", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	st, err := s.Get(t.Context(), "tenant/42/new", auditReg)
+	require.NoError(t, err)
+	require.Equal(t, "tenant/", st.Subscription, "its first record brought the admin's subscription")
+
+	code, body = register(scopedStream, "other")
+	require.Equal(t, http.StatusCreated, code, body)
+	code, body = call(t, api, http.MethodDelete, "/v1/registration?"+url.Values{"stream": {scopedStream}, "id": {withinReg}}.Encode(), "", testToken, "")
+	require.Equal(t, http.StatusNoContent, code, body)
+	code, body = register(scopedStream, withinReg)
+	require.Equal(t, http.StatusCreated, code, body)
+}
