@@ -216,3 +216,42 @@ func TestTenantCannotTakeAnAdminSubscriptionsIDOnItsStreams(t *testing.T) {
 	code, body = register(scopedStream, withinReg)
 	require.Equal(t, http.StatusCreated, code, body)
 }
+
+// TestSubscribeNamesTheStreamsATenantsRegistrationOfItsIDKeptFromIt: a
+// tenant registered id audit on two of its streams before an admin
+// subscribed tenant/ with that id; the subscribe's answer names those two
+// (skipped, skipped_streams) and follows the rest, and counts neither a
+// registration of another id, nor one outside the prefix, nor its own
+// when the prefix is registered again.
+func TestSubscribeNamesTheStreamsATenantsRegistrationOfItsIDKeptFromIt(t *testing.T) {
+	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "herald.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	_, api := tenantServers(t, s)
+	tok := tokenIn(t, s, store.RoleOperator, "tenant/42/")
+	for _, r := range []struct{ stream, id, token string }{
+		{"tenant/42/orders", auditReg, tok}, {"tenant/42/new", auditReg, tok}, {"tenant/42/other", ownReg, tok},
+		{"elsewhere/x", auditReg, testToken},
+	} {
+		code, body := call(t, api, http.MethodPost, "/v1/registrations", "application/json", r.token,
+			fmt.Sprintf(`{"stream": %q, "id": %q, "namespace": "webhook", "url": "https://tenant.example/hook"}`, r.stream, r.id))
+		require.Equal(t, http.StatusCreated, code, body)
+	}
+	_, err = s.Append(t.Context(), "tenant/7/a", journal.Entry{ID: "a1", Kind: "k", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+
+	for range 2 { // made, then registered again
+		code, body := call(t, api, http.MethodPost, "/v1/subscriptions", "application/json", testToken,
+			`{"stream_prefix": "tenant/", "id": "audit", "namespace": "webhook", "url": "https://audit.example/hook"}`)
+		require.Equal(t, http.StatusOK, code, body)
+		var got struct {
+			Streams        int
+			Skipped        []string
+			SkippedStreams int `json:"skipped_streams"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(body), &got))
+		require.Equal(t, []string{"tenant/42/new", "tenant/42/orders"}, got.Skipped, body)
+		require.Equal(t, 2, got.SkippedStreams)
+		require.Equal(t, 2, got.Streams, "tenant/42/other and tenant/7/a")
+	}
+}
