@@ -173,7 +173,7 @@ func TestRotatingToEd25519IsRefusedWhileACavagePinnedRegistrationSignsWithIt(t *
 // TestKeysRemoveRefusalsSayWhatToDo: remove of a key a registration signs
 // with, without --force, says so in a sentence naming --force (no bare
 // ": conflict"), and keeps the key; an empty --key-id is named as such, not
-// looked up; record-status --id '' names --id.
+// looked up; record-status with an empty --id names --id.
 func TestKeysRemoveRefusalsSayWhatToDo(t *testing.T) {
 	db := newDB(t)
 	const id = "https://a.example/u/alice#main-key"
