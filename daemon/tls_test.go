@@ -89,7 +89,7 @@ func TestAdminAndAPIServeTLS(t *testing.T) {
 	require.Error(t, err, "the old certificate is no longer served")
 }
 
-// An admin or API address off loopback is refused at start in clear, and
+// A metrics, admin or API address off loopback is refused at start in clear, and
 // accepted with TLS or behind a proxy that terminates it; a TLS option
 // without its pair and a certificate that does not load are refused,
 // naming the options.
@@ -97,11 +97,14 @@ func TestOffLoopbackNeedsTLS(t *testing.T) {
 	certFile, keyFile, _ := selfSigned(t, t.TempDir())
 	base := Options{Store: memory.New(), Transport: noTransport, Projections: []push.Projection{webhook.New()}, AdminToken: testToken, APIToken: testToken}
 	for _, addr := range []string{"0.0.0.0:9465", ":9465", "[::]:9465", "10.0.0.5:9465", "herald.example:9465"} {
-		for _, field := range []string{"AdminAddr", "APIAddr"} {
+		for _, field := range []string{"MetricsAddr", "AdminAddr", "APIAddr"} {
 			o := base
-			if field == "AdminAddr" {
+			switch field {
+			case "MetricsAddr":
+				o.MetricsAddr = addr
+			case "AdminAddr":
 				o.AdminAddr = addr
-			} else {
+			default:
 				o.APIAddr = addr
 			}
 			_, err := New(o)
