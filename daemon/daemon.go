@@ -86,7 +86,8 @@ type Options struct {
 	// three addresses; zero fields take DefaultLimits'.
 	Limits Limits
 
-	// Listeners, if set, are sockets already open on the addresses: Run
+	// Listeners, if set, are sockets already open on the addresses, each
+	// given with its address, whose rules (token, TLS) it follows: Run
 	// serves on each one given instead of listening itself (herald run
 	// listens before it opens its store).
 	Listeners Listeners
@@ -161,6 +162,15 @@ func New(opts Options) (*Daemon, error) {
 		CheckToken("Options.AdminToken (HERALD_ADMIN_TOKEN)", opts.AdminToken), CheckToken("Options.APIToken (HERALD_API_TOKEN)", opts.APIToken),
 		opts.Limits.check()); err != nil {
 		return bad("%v", err)
+	}
+	for _, l := range []struct {
+		field, addr string
+		ln          net.Listener
+	}{{"MetricsAddr", opts.MetricsAddr, opts.Listeners.Metrics}, {"AdminAddr", opts.AdminAddr, opts.Listeners.Admin}, {"APIAddr", opts.APIAddr, opts.Listeners.API}} {
+		if l.ln != nil && l.addr == "" {
+			// Without it, a socket on every interface would be served as loopback.
+			return bad("Options.Listeners has a listener for Options.%s, which is empty: give the address it listens on", l.field)
+		}
 	}
 	certs, err := checkTLS(opts)
 	if err != nil {
