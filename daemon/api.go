@@ -331,7 +331,7 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 	if err := operator.CheckHeldKey(r.Context(), scope(r, d.store), tok, reg); err != nil {
 		return nil, err
 	}
-	st, old, secret, err := operator.Register(r.Context(), d.store, wk.Check, reg)
+	st, old, secret, err := operator.Register(r.Context(), scope(r, d.store), wk.Check, reg)
 	if err != nil {
 		return nil, apiFields(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -144,4 +145,56 @@ func TestBrowserTenantSeesOnlyItsRegistrations(t *testing.T) {
 	require.Contains(t, who, "orders/2")
 	require.NotContains(t, nav, "Hosts")
 	require.NotContains(t, nav, "Overview")
+}
+
+// TestTenantPageOffersNoActionOnAnAdminSubscriptionsRegistration: on its
+// stream, a tenant's page shows the registration an admin's subscription of
+// a wider prefix made, with no action but the reason, refuses (403, naming
+// the prefix) a confirmation or an action asked of it by hand, and leaves
+// it unchanged; its own registration keeps its actions, and an admin is
+// offered every action on it but a secret's rotation (refused to all).
+func TestTenantPageOffersNoActionOnAnAdminSubscriptionsRegistration(t *testing.T) {
+	s := seeded(t)
+	ctx := t.Context()
+	const stream = "tenant/42/orders"
+	_, err := s.Append(ctx, stream, journal.Entry{ID: "tenant-42-1", Kind: "k", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	_, err = s.Register(ctx, store.Registration{Stream: stream, ID: "billing", Namespace: "webhook", URL: "https://billing.example/hooks"})
+	require.NoError(t, err)
+	_, err = s.Subscribe(ctx, store.Subscription{Prefix: "tenant/", ID: "audit", Namespace: "webhook", URL: "https://audit.example/hook"}, store.Subscription{})
+	require.NoError(t, err)
+	_, srv := serve(t, s, testToken, seedView)
+	secret, _ := tenantToken(t, s, store.RoleOperator, "tenant/42/")
+	c := client(t)
+	csrf, _ := loginAs(t, c, srv, secret)
+	const refusal = "made by the subscription of stream prefix tenant/, which this token&#39;s scope (tenant/42/) does not cover"
+
+	resp, body := get(t, c, srv.URL+"/ui/registration?stream=tenant%2F42%2Forders&id=audit")
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.Contains(t, body, `id="no-actions"`)
+	require.Contains(t, body, refusal)
+	require.NotContains(t, body, `name="action"`, "no action is offered")
+	_, body = get(t, c, srv.URL+"/ui/registration?stream=tenant%2F42%2Forders&id=billing")
+	require.Contains(t, body, `id="pause"`, "its own registration's actions are offered")
+
+	before, err := s.Get(ctx, stream, "audit")
+	require.NoError(t, err)
+	resp, body = get(t, c, srv.URL+"/ui/confirm?action=pause&stream=tenant%2F42%2Forders&id=audit")
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, body)
+	require.Contains(t, body, refusal)
+	resp, body = post(t, c, srv.URL+"/ui/action", url.Values{"csrf": {csrf}, "action": {"pause"}, "stream": {stream}, "id": {"audit"}})
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, body)
+	require.Contains(t, body, refusal)
+	after, err := s.Get(ctx, stream, "audit")
+	require.NoError(t, err)
+	require.Equal(t, before, after, "the admin's receiver's registration is unchanged")
+
+	resp, body = post(t, c, srv.URL+"/ui/action", url.Values{"csrf": {csrf}, "action": {"pause"}, "stream": {stream}, "id": {"billing"}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
+
+	admin := client(t)
+	login(t, admin, srv)
+	_, body = get(t, admin, srv.URL+"/ui/registration?stream=tenant%2F42%2Forders&id=audit")
+	require.Contains(t, body, `id="pause"`, "an admin may act on it")
+	require.NotContains(t, body, `id="rotate-secret"`, "its secret is its subscription's: a rotation is refused to every token")
 }

@@ -147,6 +147,7 @@ func (p *Page) registration(w http.ResponseWriter, r *http.Request) {
 	p.render(w, r, http.StatusOK, "registration", map[string]any{
 		"Title": "Registration", "R": v, "Evidence": evs, "Acked": max(v.NextSeq, 1) - 1, "Done": said,
 		"NextSeq": v.NextSeq + 1, "HeadNext": v.Head + 1,
+		"Refused": operator.MayChange(operator.TokenOf(ctx), store.Key{Stream: v.Stream, ID: v.ID}, v.Subscription), // no action offered
 	})
 }
 
@@ -270,6 +271,9 @@ func (p *Page) confirm(w http.ResponseWriter, r *http.Request) {
 		v, err := operator.Registration(r.Context(), p.scoped(r), a.Stream, a.ID)
 		// Refuse at once what the store will refuse, by its rules.
 		check := map[string]func(next, head, toSeq uint64) error{"skip": store.ValidateSkip, "rewind": store.ValidateRewind}[a.Action]
+		if err == nil {
+			err = operator.MayChange(operator.TokenOf(r.Context()), store.Key{Stream: v.Stream, ID: v.ID}, v.Subscription)
+		}
 		if err == nil && check != nil {
 			err = check(v.NextSeq, v.Head, a.ToSeq)
 		}

@@ -199,8 +199,9 @@ func TokenOf(ctx context.Context) store.Token {
 // Scoped is s as tok sees it: s itself for a token without a scope; else
 // every registration, stream and record outside tok's scope is as if it
 // did not exist (journal.ErrNotFound, left out of lists, an empty stream),
-// so that a tenant learns nothing of another's. What is not about a stream
-// (hosts, Stats) is left to Access to refuse.
+// so that a tenant learns nothing of another's; one it sees it may change
+// only as MayChange says. What is not about a stream (hosts, Stats) is left
+// to Access to refuse.
 func Scoped(s store.Backend, tok store.Token) store.Backend {
 	if len(tok.Scope) == 0 {
 		return s
@@ -233,6 +234,35 @@ func (s scoped) Unsubscribe(ctx context.Context, prefix, id string) (int, error)
 func (s scoped) Subscriptions(ctx context.Context, prefix string) ([]store.SubscriptionStatus, error) {
 	list, err := s.Backend.Subscriptions(ctx, prefix)
 	return slices.DeleteFunc(list, func(st store.SubscriptionStatus) bool { return !s.tok.Sees(st.Prefix) }), err
+}
+
+// mayChange is nil when this token may write to registration stream/id
+// (MayChange); one out of its scope is as if it did not exist. One not
+// found is not written to: a subscription may make it before the write.
+func (s scoped) mayChange(ctx context.Context, stream, id string) error {
+	if !s.tok.Sees(stream) {
+		return store.NotFound(stream, id)
+	}
+	st, err := s.Backend.Get(ctx, stream, id)
+	if err != nil {
+		return err
+	}
+	return MayChange(s.tok, st.Key(), st.Subscription)
+}
+
+// MayChange is nil when tok may write to (unregister, pause, resume,
+// unpark, resend, skip, rewind, update) registration k, which it sees and
+// which the subscription of prefix subscription made ("": none). Such a
+// registration is its subscription's: tok may change it only if its scope
+// covers that whole prefix (its tenant made it, or could have), so that a
+// tenant cannot hide its records from a receiver an admin subscribed. Else
+// ErrForbidden, naming why.
+func MayChange(tok store.Token, k store.Key, subscription string) error {
+	if subscription == "" || tok.Sees(subscription) {
+		return nil
+	}
+	return fmt.Errorf("%w: registration %s was made by the subscription of stream prefix %s, which this token's scope (%s) does not cover",
+		ErrForbidden, store.Name(k.Stream, k.ID), journal.Shown(subscription), strings.Join(tok.Scope, ", "))
 }
 
 func (s scoped) Append(ctx context.Context, stream string, es ...journal.Entry) ([]journal.Record, error) {
@@ -283,12 +313,16 @@ func (s scoped) Update(ctx context.Context, r, was store.Registration) (store.Re
 	if !s.tok.Sees(r.Stream) {
 		return store.Registration{}, store.NotFound(r.Stream, r.ID)
 	}
+	// None found: a create, which the store refuses if one was made since.
+	if err := s.mayChange(ctx, r.Stream, r.ID); err != nil && !errors.Is(err, journal.ErrNotFound) {
+		return store.Registration{}, err
+	}
 	return s.Backend.Update(ctx, r, was)
 }
 
 func (s scoped) Unregister(ctx context.Context, stream, id string) error {
-	if !s.tok.Sees(stream) {
-		return store.NotFound(stream, id)
+	if err := s.mayChange(ctx, stream, id); err != nil {
+		return err
 	}
 	return s.Backend.Unregister(ctx, stream, id)
 }
@@ -301,43 +335,43 @@ func (s scoped) Get(ctx context.Context, stream, id string) (store.Status, error
 }
 
 func (s scoped) Unpark(ctx context.Context, stream, id string, at time.Time) error {
-	if !s.tok.Sees(stream) {
-		return store.NotFound(stream, id)
+	if err := s.mayChange(ctx, stream, id); err != nil {
+		return err
 	}
 	return s.Backend.Unpark(ctx, stream, id, at)
 }
 
 func (s scoped) Pause(ctx context.Context, stream, id string, at time.Time, by, reason string) error {
-	if !s.tok.Sees(stream) {
-		return store.NotFound(stream, id)
+	if err := s.mayChange(ctx, stream, id); err != nil {
+		return err
 	}
 	return s.Backend.Pause(ctx, stream, id, at, by, reason)
 }
 
 func (s scoped) Resume(ctx context.Context, stream, id string, at time.Time, by string) error {
-	if !s.tok.Sees(stream) {
-		return store.NotFound(stream, id)
+	if err := s.mayChange(ctx, stream, id); err != nil {
+		return err
 	}
 	return s.Backend.Resume(ctx, stream, id, at, by)
 }
 
 func (s scoped) Resend(ctx context.Context, stream, id string, seq uint64, at time.Time, by string) (bool, error) {
-	if !s.tok.Sees(stream) {
-		return false, store.NotFound(stream, id)
+	if err := s.mayChange(ctx, stream, id); err != nil {
+		return false, err
 	}
 	return s.Backend.Resend(ctx, stream, id, seq, at, by)
 }
 
 func (s scoped) Skip(ctx context.Context, stream, id string, toSeq uint64, at time.Time, reason string) error {
-	if !s.tok.Sees(stream) {
-		return store.NotFound(stream, id)
+	if err := s.mayChange(ctx, stream, id); err != nil {
+		return err
 	}
 	return s.Backend.Skip(ctx, stream, id, toSeq, at, reason)
 }
 
 func (s scoped) Rewind(ctx context.Context, stream, id string, toSeq uint64, at time.Time) error {
-	if !s.tok.Sees(stream) {
-		return store.NotFound(stream, id)
+	if err := s.mayChange(ctx, stream, id); err != nil {
+		return err
 	}
 	return s.Backend.Rewind(ctx, stream, id, toSeq, at)
 }

@@ -1,9 +1,11 @@
 package operator_test
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -76,4 +78,61 @@ func TestScopedUpdateSeesOnlyItsScope(t *testing.T) {
 	require.Equal(t, "https://x.example/", st.URL)
 	_, err = operator.Scoped(s, store.Token{ID: "t", Role: store.RoleOperator, Scope: []string{"u/"}}).Update(t.Context(), r, was)
 	require.NoError(t, err, "within its scope it applies")
+}
+
+// materialisedAfterGet is a store whose first Get is followed, before the
+// caller's write, by the tenant's first record on a new stream, which an
+// admin's subscription of tenant/ follows (its registration made).
+type materialisedAfterGet struct {
+	*memory.Store
+	then func()
+}
+
+func (m *materialisedAfterGet) Get(ctx context.Context, stream, id string) (store.Status, error) {
+	st, err := m.Store.Get(ctx, stream, id)
+	if then := m.then; then != nil {
+		m.then = nil
+		then()
+	}
+	return st, err
+}
+
+// TestScopedWriteIsNotMadeToARegistrationNotFoundBeforeIt: a scoped write
+// to a registration that does not exist is refused as such, not made, even
+// when a subscription beyond the token's scope makes that registration
+// between the check and the write (the tenant's own first record on a new
+// stream makes it): the write never reaches the admin's receiver's.
+func TestScopedWriteIsNotMadeToARegistrationNotFoundBeforeIt(t *testing.T) {
+	const stream = "tenant/42/new"
+	t0 := time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC)
+	writes := map[string]func(ctx context.Context, s store.Backend) error{
+		"unregister": func(ctx context.Context, s store.Backend) error { return s.Unregister(ctx, stream, "audit") },
+		"unpark":     func(ctx context.Context, s store.Backend) error { return s.Unpark(ctx, stream, "audit", t0) },
+		"pause":      func(ctx context.Context, s store.Backend) error { return s.Pause(ctx, stream, "audit", t0, "t", "") },
+		"resume":     func(ctx context.Context, s store.Backend) error { return s.Resume(ctx, stream, "audit", t0, "t") },
+		"resend": func(ctx context.Context, s store.Backend) error {
+			_, err := s.Resend(ctx, stream, "audit", 1, t0, "t")
+			return err
+		},
+		"skip":   func(ctx context.Context, s store.Backend) error { return s.Skip(ctx, stream, "audit", 2, t0, "t") },
+		"rewind": func(ctx context.Context, s store.Backend) error { return s.Rewind(ctx, stream, "audit", 1, t0) },
+	}
+	for name, write := range writes {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			m := &materialisedAfterGet{Store: memory.New()}
+			_, err := m.Subscribe(ctx, store.Subscription{Prefix: "tenant/", ID: "audit", Namespace: "webhook", URL: "https://audit.example/"}, store.Subscription{})
+			require.NoError(t, err)
+			tenant := operator.Scoped(m, store.Token{ID: "t", Role: store.RoleOperator, Scope: []string{"tenant/42/"}})
+			m.then = func() {
+				_, err := tenant.Append(ctx, stream, journal.Entry{ID: "first", Kind: "k", Payload: []byte(`{}`)})
+				require.NoError(t, err)
+			}
+			require.ErrorIs(t, write(ctx, tenant), journal.ErrNotFound)
+			st, err := m.Get(ctx, stream, "audit")
+			require.NoError(t, err, "the subscription's registration was made")
+			require.Equal(t, "tenant/", st.Subscription)
+			require.False(t, st.Paused || st.NextSeq != 1, "and left as made: %+v", st)
+		})
+	}
 }

@@ -196,8 +196,9 @@ func CheckList(q store.ListQuery) error {
 
 // UnparkAll unparks, at at, every parked registration q matches, one by
 // one, each with its evidence; one unregistered since it was listed is left
-// out. An error stops it, naming the registration it failed on; those
-// unparked before it come with it and stay unparked.
+// out, as is one a scoped s refuses (ErrForbidden: MayChange), which is
+// another's to unpark. Another error stops it, naming the registration
+// it failed on; those unparked before it come with it and stay unparked.
 func UnparkAll(ctx context.Context, s store.Store, q store.ListQuery, at time.Time) (UnparkedAll, error) {
 	q.Parked = true
 	parked, err := store.AllRegistrations(ctx, s, q)
@@ -211,8 +212,8 @@ func UnparkAll(ctx context.Context, s store.Store, q store.ListQuery, at time.Ti
 	}
 	parked = slices.DeleteFunc(parked, func(st store.Status) bool { return st.Paused }) // herald resume ends a pause
 	for _, p := range parked {
-		if err := s.Unpark(ctx, p.Stream, p.ID, at); errors.Is(err, journal.ErrNotFound) {
-			continue // unregistered since it was listed
+		if err := s.Unpark(ctx, p.Stream, p.ID, at); errors.Is(err, journal.ErrNotFound) || errors.Is(err, ErrForbidden) {
+			continue // unregistered since it was listed, or not this token's
 		} else if err != nil {
 			return fail("unparked %d of %d, then %s: %w", p, err)
 		}
