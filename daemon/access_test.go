@@ -274,7 +274,7 @@ func mustCall(t *testing.T, srv *httptest.Server, method, path, token string, q 
 func TestEachRouteNeedsItsRole(t *testing.T) {
 	s := tenantsStore(t)
 	admin, api := tenantServers(t, s)
-	metrics := httptest.NewServer(tenantDaemon(t, s).guardedMetrics()) // as off loopback
+	metrics := httptest.NewServer(tenantDaemon(t, s).guardedMetrics(false)) // as off loopback
 	t.Cleanup(metrics.Close)
 	tokens := map[store.Role]string{}
 	for _, r := range store.Roles {

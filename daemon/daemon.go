@@ -55,7 +55,8 @@ type Options struct {
 	Now func() time.Time
 
 	// MetricsAddr serves /metrics (Prometheus) and /healthz; empty: off.
-	// On loopback /metrics is open to all; off it, it is served with TLS
+	// On loopback /metrics answers without a token requests to a loopback
+	// Host (not a name that rebinds to it, as a page could); off it, it is served with TLS
 	// (as the admin address is) only to a token that may read every
 	// stream: HERALD_ADMIN_TOKEN, HERALD_API_TOKEN or an unscoped stored
 	// token of the reader role or above. /healthz, which says only ok or
@@ -216,10 +217,12 @@ func (d *Daemon) MetricsHandler() http.Handler {
 
 // guardedMetrics is MetricsHandler for a token operator.Access lets read
 // it: the metrics count every tenant's streams and name receivers' hosts.
-func (d *Daemon) guardedMetrics() http.Handler {
+// open (a loopback address) also lets in a request without a token, as an
+// open API does: to a loopback Host only, against DNS rebinding.
+func (d *Daemon) guardedMetrics(open bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", d.MetricsHandler())
-	return guard(mux, d.gate(false, operator.Static{Secret: d.opts.AdminToken, Role: store.RoleAdmin, Name: "HERALD_ADMIN_TOKEN"},
+	return guard(mux, d.gate(open, operator.Static{Secret: d.opts.AdminToken, Role: store.RoleAdmin, Name: "HERALD_ADMIN_TOKEN"},
 		operator.Static{Secret: d.opts.APIToken, Role: store.RoleOperator, Name: "HERALD_API_TOKEN"}), "herald metrics", "HERALD_ADMIN_TOKEN, HERALD_API_TOKEN")
 }
 
@@ -250,11 +253,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}()
 	metrics, offLoopback := http.NewServeMux(), NeedsTLS(d.opts.MetricsAddr)
-	if offLoopback {
-		metrics.Handle("/metrics", d.guardedMetrics())
-	} else {
-		metrics.Handle("/metrics", d.MetricsHandler())
-	}
+	metrics.Handle("/metrics", d.guardedMetrics(!offLoopback))
 	metrics.Handle("/healthz", d.HealthHandler()) // "ok" or "not ok", to anyone
 	var addrs Addrs
 	ls := d.opts.Listeners

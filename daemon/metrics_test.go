@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"crypto/tls"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -71,13 +72,29 @@ func TestMetricsOffLoopbackTellNothingWithoutAReaderToken(t *testing.T) {
 }
 
 // On loopback /metrics stays as it was: plain HTTP, open to a scraper
-// without a token, even with TLS and tokens set for the other addresses.
-func TestMetricsOnLoopbackStayOpen(t *testing.T) {
+// without a token, even with TLS and tokens set for the other addresses;
+// but only to a loopback Host, as an open API: a name an attacker's DNS
+// rebinds to 127.0.0.1 lets a page the operator visits read nothing of it.
+func TestMetricsOnLoopbackStayOpenToLoopbackHostsOnly(t *testing.T) {
 	certFile, keyFile, _ := selfSigned(t, t.TempDir())
 	d := start(t, Options{Store: downHostStore(t), Transport: noTransport, Projections: []push.Projection{webhook.New()},
 		MetricsAddr: "127.0.0.1:0", AdminToken: testToken, TLSCertFile: certFile, TLSKeyFile: keyFile})
-	resp, err := http.Get("http://" + d.Addrs.Metrics + "/metrics")
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	get := func(host string) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, "http://"+d.Addrs.Metrics+"/metrics", nil)
+		require.NoError(t, err)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(body)
+	}
+	code, body := get(d.Addrs.Metrics)
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `herald_host_failures{host="down.example:443"}`)
+	code, body = get("rebound.example:9090")
+	require.Equal(t, http.StatusForbidden, code)
+	require.NotContains(t, body, "herald_")
+	require.NotContains(t, body, "down.example")
 }
