@@ -69,14 +69,21 @@ func tokenIn(t *testing.T, s store.TokenStore, role store.Role, scope ...string)
 // the HTTP API of a daemon on s.
 func tenantServers(t *testing.T, s store.Backend) (admin, api *httptest.Server) {
 	t.Helper()
-	d, err := New(Options{Store: s, Transport: noTransport, Projections: []push.Projection{webhook.New()},
-		AdminToken: testToken, APIToken: "5a1e0c9d7f3b2846e1d0c9b8a7f6e5d4", Now: func() time.Time { return t0.Add(time.Hour) },
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
+	d := tenantDaemon(t, s)
 	admin, api = httptest.NewServer(d.AdminHandler()), httptest.NewServer(d.APIHandler())
 	t.Cleanup(admin.Close)
 	t.Cleanup(api.Close)
 	return admin, api
+}
+
+// tenantDaemon is tenantServers' daemon on s.
+func tenantDaemon(t *testing.T, s store.Backend) *Daemon {
+	t.Helper()
+	d, err := New(Options{Store: s, Transport: noTransport, Projections: []push.Projection{webhook.New()},
+		AdminToken: testToken, APIToken: "5a1e0c9d7f3b2846e1d0c9b8a7f6e5d4", Now: func() time.Time { return t0.Add(time.Hour) },
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	return d
 }
 
 // routeCase is one route of either API, asked about stream.
@@ -267,6 +274,8 @@ func mustCall(t *testing.T, srv *httptest.Server, method, path, token string, q 
 func TestEachRouteNeedsItsRole(t *testing.T) {
 	s := tenantsStore(t)
 	admin, api := tenantServers(t, s)
+	metrics := httptest.NewServer(tenantDaemon(t, s).guardedMetrics(false)) // as off loopback
+	t.Cleanup(metrics.Close)
 	tokens := map[store.Role]string{}
 	for _, r := range store.Roles {
 		tokens[r] = tokenIn(t, s, r)
@@ -286,6 +295,8 @@ func TestEachRouteNeedsItsRole(t *testing.T) {
 		srv := api
 		if adminOnly[pattern] {
 			srv = admin
+		} else if pattern == "GET /metrics" {
+			srv = metrics
 		}
 		method, path, _ := strings.Cut(pattern, " ")
 		for _, r := range store.Roles {

@@ -34,7 +34,7 @@ func (d *Daemon) APIHandler() http.Handler {
 			h.ServeHTTP(w, r)
 		})
 	}
-	return guard(mux, d.gate(d.opts.APIToken, operator.Static{Secret: d.opts.APIToken, Role: store.RoleOperator, Name: "HERALD_API_TOKEN"},
+	return guard(mux, d.gate(d.opts.APIToken == "", operator.Static{Secret: d.opts.APIToken, Role: store.RoleOperator, Name: "HERALD_API_TOKEN"},
 		operator.Static{Secret: d.opts.AdminToken, Role: store.RoleAdmin, Name: "HERALD_ADMIN_TOKEN"}), "herald api", "HERALD_API_TOKEN")
 }
 

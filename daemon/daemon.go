@@ -55,6 +55,12 @@ type Options struct {
 	Now func() time.Time
 
 	// MetricsAddr serves /metrics (Prometheus) and /healthz; empty: off.
+	// On loopback /metrics answers without a token requests to a loopback
+	// Host (not a name that rebinds to it, as a page could); off it, it is served with TLS
+	// (as the admin address is) only to a token that may read every
+	// stream: HERALD_ADMIN_TOKEN, HERALD_API_TOKEN or an unscoped stored
+	// token of the reader role or above. /healthz, which says only ok or
+	// not ok, stays open.
 	MetricsAddr string
 	// AdminAddr serves the admin API and the operator's page, APIAddr the
 	// HTTP API; empty: off. Without its token each must be a loopback
@@ -67,20 +73,22 @@ type Options struct {
 	Prune *Prune
 
 	// TLSCertFile and TLSKeyFile, both or neither, are the PEM certificate
-	// (chain) and key the admin and API addresses serve HTTPS with.
+	// (chain) and key the admin and API addresses, and the metrics address
+	// off loopback, serve HTTPS with.
 	TLSCertFile, TLSKeyFile string
-	// TLSTerminatedByProxy says the admin and API addresses are reached
-	// only through a proxy that terminates TLS: they may then serve plain
-	// HTTP off loopback, the client a failed authentication counts against
-	// is the last address of X-Forwarded-For, and the page's cookie is
-	// Secure when X-Forwarded-Proto is https.
+	// TLSTerminatedByProxy says the addresses are reached only through a
+	// proxy that terminates TLS: they may then serve plain HTTP off
+	// loopback, the client a failed authentication counts against is the
+	// last address of X-Forwarded-For, and the page's cookie is Secure when
+	// X-Forwarded-Proto is https.
 	TLSTerminatedByProxy bool
 
 	// Limits bound the time and connections clients may hold of the
 	// three addresses; zero fields take DefaultLimits'.
 	Limits Limits
 
-	// Listeners, if set, are sockets already open on the addresses: Run
+	// Listeners, if set, are sockets already open on the addresses, each
+	// given with its address, whose rules (token, TLS) it follows: Run
 	// serves on each one given instead of listening itself (herald run
 	// listens before it opens its store).
 	Listeners Listeners
@@ -156,6 +164,15 @@ func New(opts Options) (*Daemon, error) {
 		opts.Limits.check()); err != nil {
 		return bad("%v", err)
 	}
+	for _, l := range []struct {
+		field, addr string
+		ln          net.Listener
+	}{{"MetricsAddr", opts.MetricsAddr, opts.Listeners.Metrics}, {"AdminAddr", opts.AdminAddr, opts.Listeners.Admin}, {"APIAddr", opts.APIAddr, opts.Listeners.API}} {
+		if l.ln != nil && l.addr == "" {
+			// Without it, a socket on every interface would be served as loopback.
+			return bad("Options.Listeners has a listener for Options.%s, which is empty: give the address it listens on", l.field)
+		}
+	}
 	certs, err := checkTLS(opts)
 	if err != nil {
 		return bad("%v", err)
@@ -192,20 +209,32 @@ func New(opts Options) (*Daemon, error) {
 	return d, nil
 }
 
-// MetricsHandler serves the daemon's metrics in Prometheus' text format.
+// MetricsHandler serves the daemon's metrics in Prometheus' text format,
+// to anyone; Run serves it so on a loopback MetricsAddr only.
 func (d *Daemon) MetricsHandler() http.Handler {
 	return promhttp.HandlerFor(d.metrics.reg, promhttp.HandlerOpts{})
 }
 
-// AdminHandler serves the admin JSON API (package doc, "The admin API").
-func (d *Daemon) AdminHandler() http.Handler {
-	return adminHandler(d.store, d.gate(d.opts.AdminToken, operator.Static{Secret: d.opts.AdminToken, Role: store.RoleAdmin, Name: "HERALD_ADMIN_TOKEN"}), d.opts.Now, d.wake)
+// guardedMetrics is MetricsHandler for a token operator.Access lets read
+// it: the metrics count every tenant's streams and name receivers' hosts.
+// open (a loopback address) also lets in a request without a token, as an
+// open API does: to a loopback Host only, against DNS rebinding.
+func (d *Daemon) guardedMetrics(open bool) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", d.MetricsHandler())
+	return guard(mux, d.gate(open, operator.Static{Secret: d.opts.AdminToken, Role: store.RoleAdmin, Name: "HERALD_ADMIN_TOKEN"},
+		operator.Static{Secret: d.opts.APIToken, Role: store.RoleOperator, Name: "HERALD_API_TOKEN"}), "herald metrics", "HERALD_ADMIN_TOKEN, HERALD_API_TOKEN")
 }
 
-// gate is an address's gate: its static token, the static tokens it takes,
-// and the tokens of the store.
-func (d *Daemon) gate(token string, static ...operator.Static) gate {
-	return gate{token: token, throttle: d.throttle, behindProxy: d.opts.TLSTerminatedByProxy,
+// AdminHandler serves the admin JSON API (package doc, "The admin API").
+func (d *Daemon) AdminHandler() http.Handler {
+	return adminHandler(d.store, d.gate(d.opts.AdminToken == "", operator.Static{Secret: d.opts.AdminToken, Role: store.RoleAdmin, Name: "HERALD_ADMIN_TOKEN"}), d.opts.Now, d.wake)
+}
+
+// gate is an address's gate: whether it is open, the static tokens it
+// takes, and the tokens of the store.
+func (d *Daemon) gate(open bool, static ...operator.Static) gate {
+	return gate{open: open, throttle: d.throttle, behindProxy: d.opts.TLSTerminatedByProxy,
 		auth: operator.Authenticator{Store: d.store, Static: static, Now: d.opts.Now, Log: d.opts.Logger}}
 }
 
@@ -223,9 +252,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			_ = s.Shutdown(sctx)
 		}
 	}()
-	metrics := http.NewServeMux()
-	metrics.Handle("/metrics", d.MetricsHandler())
-	metrics.Handle("/healthz", d.HealthHandler())
+	metrics, offLoopback := http.NewServeMux(), NeedsTLS(d.opts.MetricsAddr)
+	metrics.Handle("/metrics", d.guardedMetrics(!offLoopback))
+	metrics.Handle("/healthz", d.HealthHandler()) // "ok" or "not ok", to anyone
 	var addrs Addrs
 	ls := d.opts.Listeners
 	limits := d.opts.Limits.withDefaults()
@@ -236,7 +265,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		h      http.Handler
 		served *string
 		tls    bool
-	}{{d.opts.MetricsAddr, ls.Metrics, metrics, &addrs.Metrics, false}, {d.opts.AdminAddr, ls.Admin, withPage(d.AdminHandler(), d.page), &addrs.Admin, true},
+	}{{d.opts.MetricsAddr, ls.Metrics, metrics, &addrs.Metrics, offLoopback}, {d.opts.AdminAddr, ls.Admin, withPage(d.AdminHandler(), d.page), &addrs.Admin, true},
 		{d.opts.APIAddr, ls.API, d.APIHandler(), &addrs.API, true}} {
 		ln, err := e.ln, error(nil)
 		if ln == nil && e.addr == "" {

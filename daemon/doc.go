@@ -11,8 +11,8 @@
 //
 // # Endpoints
 //
-//   - Options.MetricsAddr: /metrics (MetricsHandler) and /healthz
-//     (HealthHandler).
+//   - Options.MetricsAddr: /metrics (MetricsHandler; off loopback only
+//     to a token that may read every stream) and /healthz (HealthHandler).
 //   - Options.AdminAddr: the admin API (AdminHandler) and the operator's
 //     page under /ui/ (Page, package daemon/page); GET / sends there.
 //   - Options.APIAddr: the HTTP API (APIHandler), whose contract, each

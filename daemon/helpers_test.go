@@ -89,7 +89,7 @@ func adminServer(t *testing.T, s store.Backend, token string, now time.Time) *ht
 
 // adminGate is the admin address's gate on s with token, the clock at now.
 func adminGate(s store.TokenStore, token string, now time.Time) gate {
-	return gate{token: token, auth: operator.Authenticator{Store: s, Now: func() time.Time { return now },
+	return gate{open: token == "", auth: operator.Authenticator{Store: s, Now: func() time.Time { return now },
 		Static: []operator.Static{{Secret: token, Role: store.RoleAdmin, Name: "HERALD_ADMIN_TOKEN"}}}}
 }
 

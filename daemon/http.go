@@ -67,12 +67,13 @@ func (e endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// gate is who an API lets in: its static token (none: the rules of an
-// open API for a request without an Authorization header), the tokens it
-// knows (auth), the throttle of failed attempts (nil: none), and whether
-// the client is told by a proxy in front (throttle.Client).
+// gate is who an API lets in: whether it is open (no static token, on
+// loopback: the rules of an open API for a request without an
+// Authorization header), the tokens it knows (auth), the throttle of
+// failed attempts (nil: none), and whether the client is told by a proxy
+// in front (throttle.Client).
 type gate struct {
-	token       string
+	open        bool
 	auth        operator.Authenticator
 	throttle    *throttle.Throttle
 	behindProxy bool
@@ -83,7 +84,7 @@ type gate struct {
 var openToken = store.Token{ID: "open", Name: "an open API (no static token)", Role: store.RoleAdmin}
 
 // guard wraps mux with bearer authentication (a static token, or a stored
-// one) when g has a token or the request an Authorization header, else
+// one), or, when g is open and the request has no Authorization header,
 // the rules of an open API (package doc); lets the token through to the
 // routes operator.Access allows it, carrying it in the request's context;
 // and answers what no route serves with notRouted. A client past its
@@ -92,16 +93,17 @@ func guard(mux *http.ServeMux, g gate, realm, envVar string) http.Handler {
 	cop := http.NewCrossOriginProtection()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, header := r.Header["Authorization"]
+		open := g.open && !header
 		tok := openToken
 		switch {
-		case g.token == "" && !header && !web.LoopbackHost(r.Host):
+		case open && !web.LoopbackHost(r.Host):
 			refuse(w, http.StatusForbidden, "without %s this API answers only requests to a loopback address, not to %q", envVar, r.Host)
 			return
-		case g.token == "" && !header && cop.Check(r) != nil:
+		case open && cop.Check(r) != nil:
 			refuse(w, http.StatusForbidden, "refused: a browser sent this %s from a page of another origin (its Sec-Fetch-Site or Origin header says so), "+
 				"which this API, open without %s, does not take; a program's request carries no Origin header, or set %s and send its token", r.Method, envVar, envVar)
 			return
-		case g.token != "" || header:
+		case !open:
 			client := throttle.Client(r, g.behindProxy)
 			if g.throttle != nil {
 				if wait := g.throttle.Wait(client, realm); wait > 0 {

@@ -13,7 +13,7 @@ import (
 	"github.com/heraldpush/herald/journal"
 )
 
-// NeedsTLS reports whether an API on addr (host:port; empty: off) would be
+// NeedsTLS reports whether an address (host:port; empty: off) would be
 // reached over a network: its host is not a loopback address (an empty host
 // is every interface). Such an address must serve TLS, or be reached only
 // through a proxy that terminates it (Options.TLSTerminatedByProxy), for
@@ -34,8 +34,8 @@ func LoadTLS(certFile, keyFile string) error {
 }
 
 // checkTLS refuses a TLS option without its pair, a certificate that does
-// not load, and an API off loopback in clear; it returns the certificate
-// source when TLS is on.
+// not load, and an address off loopback in clear; it returns the
+// certificate source when TLS is on.
 func checkTLS(opts Options) (*certFiles, error) {
 	var certs *certFiles
 	switch {
@@ -47,9 +47,9 @@ func checkTLS(opts Options) (*certFiles, error) {
 			return nil, err
 		}
 	}
-	for _, a := range []struct{ field, addr string }{{"Options.AdminAddr", opts.AdminAddr}, {"Options.APIAddr", opts.APIAddr}} {
+	for _, a := range []struct{ field, addr string }{{"Options.MetricsAddr", opts.MetricsAddr}, {"Options.AdminAddr", opts.AdminAddr}, {"Options.APIAddr", opts.APIAddr}} {
 		if certs == nil && !opts.TLSTerminatedByProxy && NeedsTLS(a.addr) {
-			return nil, fmt.Errorf("%s %s is not a loopback address: its token and cookies would cross the network in clear; "+
+			return nil, fmt.Errorf("%s %s is not a loopback address: tokens and cookies would cross the network in clear; "+
 				"serve it with TLS (Options.TLSCertFile and TLSKeyFile; herald run --tls-cert and --tls-key), or, if only a proxy that terminates TLS "+
 				"reaches it, say so (Options.TLSTerminatedByProxy; --tls-terminated-by-proxy)", a.field, journal.Shown(a.addr))
 		}

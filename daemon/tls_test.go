@@ -89,19 +89,22 @@ func TestAdminAndAPIServeTLS(t *testing.T) {
 	require.Error(t, err, "the old certificate is no longer served")
 }
 
-// An admin or API address off loopback is refused at start in clear, and
-// accepted with TLS or behind a proxy that terminates it; a TLS option
-// without its pair and a certificate that does not load are refused,
-// naming the options.
+// A metrics, admin or API address off loopback is refused at start in
+// clear, and accepted with TLS or behind a proxy that terminates it; a TLS
+// option without its pair, a certificate that does not load, and a
+// listener without its address are refused, naming the options.
 func TestOffLoopbackNeedsTLS(t *testing.T) {
 	certFile, keyFile, _ := selfSigned(t, t.TempDir())
 	base := Options{Store: memory.New(), Transport: noTransport, Projections: []push.Projection{webhook.New()}, AdminToken: testToken, APIToken: testToken}
 	for _, addr := range []string{"0.0.0.0:9465", ":9465", "[::]:9465", "10.0.0.5:9465", "herald.example:9465"} {
-		for _, field := range []string{"AdminAddr", "APIAddr"} {
+		for _, field := range []string{"MetricsAddr", "AdminAddr", "APIAddr"} {
 			o := base
-			if field == "AdminAddr" {
+			switch field {
+			case "MetricsAddr":
+				o.MetricsAddr = addr
+			case "AdminAddr":
 				o.AdminAddr = addr
-			} else {
+			default:
 				o.APIAddr = addr
 			}
 			_, err := New(o)
@@ -119,8 +122,16 @@ func TestOffLoopbackNeedsTLS(t *testing.T) {
 		}
 	}
 	o := base
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	o.Listeners.Metrics = ln // without MetricsAddr, whose rules it must follow
+	_, err = New(o)
+	require.ErrorContains(t, err, "Options.Listeners has a listener for Options.MetricsAddr, which is empty")
+
+	o = base
 	o.AdminAddr = "127.0.0.1:9465"
-	_, err := New(o)
+	_, err = New(o)
 	require.NoError(t, err, "loopback in clear")
 	o.TLSCertFile = certFile
 	_, err = New(o)

@@ -334,7 +334,7 @@ const (
 const MaxWindow = 64
 
 // ValidateURL checks a destination URL: absolute http(s), a host (a
-// non-ASCII one as IDNA looks it up), a port from 1 to 65535 if any, no
+// non-ASCII one as IDNA looks it up), a port from 1 to 65535 without leading zeros if any, no
 // userinfo (credentials go in the redacted config), no fragment, no space or
 // control character, at most MaxURLBytes. Whether the host may be reached is
 // the transport's call. Errors wrap ErrInvalid and never repeat userinfo.
@@ -369,6 +369,8 @@ func ValidateURL(raw string) error {
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
 			return journal.Invalid("url", "has port %s: it must be 1 to 65535", journal.Shown(p))
+		} else if p != strconv.Itoa(n) { // ":080" would be a host of its own (HostOf), beside ":80"
+			return journal.Invalid("url", "has port %s: write it %d", journal.Shown(p), n)
 		}
 	}
 	if h := u.Hostname(); strings.IndexFunc(h, func(r rune) bool { return r >= utf8.RuneSelf }) >= 0 {

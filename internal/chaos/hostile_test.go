@@ -225,6 +225,7 @@ func TestChaosHostileInput(t *testing.T) {
 		{name: "run with max per host 0", args: []string{"run", "--max-per-host", "0"}, code: 2, says: []string{"--max-per-host 0", "from 1 to 1024"}},
 		{name: "sweep with max per host 1025", args: []string{"sweep", "--namespace", "webhook", "--max-per-host", "1025"}, code: 2, says: []string{"--max-per-host 1025"}},
 		{name: "run an unauthenticated admin API on every address", args: []string{"run", "--admin-addr", "0.0.0.0:0", "--metrics-addr", ""}, code: 2, says: []string{"not a loopback address", "HERALD_ADMIN_TOKEN"}},
+		{name: "run metrics on every address in clear", args: []string{"run", "--metrics-addr", "0.0.0.0:0", "--admin-addr", ""}, code: 2, says: []string{"--metrics-addr 0.0.0.0:0 is not a loopback address", "--tls-cert"}},
 		{name: "a mysql database", args: []string{"--database", "mysql://root@db/herald", "status"}, code: 2, says: []string{"--database"}},
 		{name: "a database URL with a password in a bad scheme", args: []string{"--database", "mysql://root:" + pw + "@db/herald", "status"}, code: 2, says: []string{`--database "mysql…"`}, secret: pw},
 		{name: "sqlite without a path", args: []string{"--database", "sqlite:", "status"}, code: 2, says: []string{"needs a path"}},

@@ -282,7 +282,10 @@ limit what it may do; a static token must be random, of at least 128 bits
 429 for a while (one try every 6 s), and each failure is logged. Off loopback
 an API needs its token and TLS: --tls-cert and --tls-key, or
 --tls-terminated-by-proxy when only a proxy that terminates TLS reaches it.
-/healthz says ok or not ok; why, only with the admin token. A default address
+/metrics off loopback needs TLS the same way, and a token that may read
+every stream: either static token, or an unscoped one of herald tokens
+create --role reader (Prometheus: authorization: credentials). /healthz,
+open, says ok or not ok; why, only with the admin token. A default address
 that another process holds is left off with a warning. README has the page
 ("The operator's page"), the admin routes ("The command and the operator's
 guide") and the limits on connections and time ("Security"); GET
@@ -299,13 +302,13 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 		flags: func(f *pflag.FlagSet) {
 			f.DurationVar(&every, "every", time.Second, "claim interval when nothing else wakes the worker")
 			f.StringSliceVar(&nsList, "namespaces", namespaceNames(), "namespaces to serve, comma-separated")
-			f.StringVar(&opts.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "address for /metrics and /healthz (empty: off)")
+			f.StringVar(&opts.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "address for /metrics and /healthz (empty: off); off loopback /metrics needs a reader token and TLS")
 			f.StringVar(&opts.AdminAddr, "admin-addr", "127.0.0.1:9465", "address for the operator's page (/ui/) and the admin JSON API (empty: off)")
 			f.StringVar(&opts.APIAddr, "api-addr", "", "address for the HTTP API: records, registrations, record status (empty: off)")
-			f.StringVar(&opts.TLSCertFile, "tls-cert", "", "PEM certificate (chain) the admin and API addresses serve HTTPS with; read again when the file changes")
+			f.StringVar(&opts.TLSCertFile, "tls-cert", "", "PEM certificate (chain) the admin and API addresses, and the metrics address off loopback, serve HTTPS with; read again when the file changes")
 			f.StringVar(&opts.TLSKeyFile, "tls-key", "", "PEM private key of --tls-cert")
 			f.BoolVar(&opts.TLSTerminatedByProxy, "tls-terminated-by-proxy", false,
-				"the admin and API addresses are reached only through a proxy that terminates TLS: serve them in plain HTTP off loopback, "+
+				"the addresses are reached only through a proxy that terminates TLS: serve them in plain HTTP off loopback, "+
 					"count failed logins against the last X-Forwarded-For address, and mark the page's cookie Secure when X-Forwarded-Proto is https")
 			intVar(f, &sweepLimit, "sweep-limit", push.DefaultSweepLimit, "registrations claimed at most at once", "at least 1", 0, 0)
 			f.StringVar(&retain, "retain", "7d", "keep acknowledged records this long before pruning them (see herald prune): a duration or days (7d)")
@@ -383,8 +386,8 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 }
 
 // checkTLSFlags refuses --tls-cert without --tls-key and the reverse, and
-// a pair that does not load, and an admin or API address off loopback
-// served in clear (daemon.NeedsTLS).
+// a pair that does not load, and an address off loopback served in clear
+// (daemon.NeedsTLS).
 func checkTLSFlags(opts daemon.Options) error {
 	if (opts.TLSCertFile == "") != (opts.TLSKeyFile == "") {
 		return callf("--tls-cert and --tls-key go together: give both or neither")
@@ -398,9 +401,9 @@ func checkTLSFlags(opts daemon.Options) error {
 	if opts.TLSTerminatedByProxy {
 		return nil
 	}
-	for _, a := range []struct{ flag, addr string }{{"--admin-addr", opts.AdminAddr}, {"--api-addr", opts.APIAddr}} {
+	for _, a := range []struct{ flag, addr string }{{"--metrics-addr", opts.MetricsAddr}, {"--admin-addr", opts.AdminAddr}, {"--api-addr", opts.APIAddr}} {
 		if daemon.NeedsTLS(a.addr) {
-			return fmt.Errorf("%s %s is not a loopback address: its token and cookies would cross the network in clear; give --tls-cert and --tls-key, "+
+			return fmt.Errorf("%s %s is not a loopback address: tokens and cookies would cross the network in clear; give --tls-cert and --tls-key, "+
 				"or --tls-terminated-by-proxy if only a proxy that terminates TLS reaches it", a.flag, journal.Shown(a.addr))
 		}
 	}

@@ -26,8 +26,9 @@ func certPair(t *testing.T, dir string) (certFile, keyFile string) {
 }
 
 // herald run refuses, before it opens anything, a weak token (saying how to
-// make one, never repeating it), an admin or API address off loopback in
-// clear, and half a TLS pair; with TLS the README's non-loopback example
+// make one, never repeating it), a metrics, admin or API address off
+// loopback in clear (no token needed for metrics: a stored reader token
+// reads them), and half a TLS pair; with TLS the README's non-loopback example
 // passes every check (192.0.2.1, a documentation address no machine has,
 // then fails to bind).
 func TestRunRefusesWeakTokensAndClearOffLoopback(t *testing.T) {
@@ -46,6 +47,8 @@ func TestRunRefusesWeakTokensAndClearOffLoopback(t *testing.T) {
 			[]string{"--admin-addr 192.0.2.1:9465 is not a loopback address", "--tls-cert", "--tls-terminated-by-proxy"}},
 		{map[string]string{"HERALD_API_TOKEN": strong}, []string{"run", "--metrics-addr", "", "--admin-addr", "", "--api-addr", ":9466"}, ExitUsage,
 			[]string{"--api-addr :9466 is not a loopback address"}},
+		{nil, []string{"run", "--metrics-addr", "0.0.0.0:9090", "--admin-addr", ""}, ExitUsage,
+			[]string{"--metrics-addr 0.0.0.0:9090 is not a loopback address", "--tls-cert", "--tls-terminated-by-proxy"}},
 		{nil, append(off, "--tls-cert", certFile), ExitUsage, []string{"--tls-cert and --tls-key go together"}},
 		{nil, append(off, "--tls-cert", certFile, "--tls-key", certFile), ExitUsage, []string{"--tls-cert, --tls-key: TLS certificate"}},
 		{map[string]string{"HERALD_ADMIN_TOKEN": strong}, []string{"run", "--metrics-addr", "", "--admin-addr", "192.0.2.1:9465", "--tls-cert", certFile, "--tls-key", keyFile},
@@ -66,7 +69,7 @@ func TestRunRefusesWeakTokensAndClearOffLoopback(t *testing.T) {
 	}
 
 	help := heraldOK(t, "", "", "run", "--help")
-	for _, flag := range []string{"--tls-cert", "--tls-key", "--tls-terminated-by-proxy", "openssl rand -hex 32", "429"} {
+	for _, flag := range []string{"--tls-cert", "--tls-key", "--tls-terminated-by-proxy", "openssl rand -hex 32", "429", "/metrics off loopback"} {
 		require.Contains(t, help, flag)
 	}
 }

@@ -26,11 +26,11 @@ type Need struct {
 }
 
 // Access is the one table of what each route of the APIs (admin and HTTP
-// API, by their mux patterns) and each page view and action ("page: …")
-// needs. A route missing from it is refused to every token; daemon and
-// page tests check that each route they serve is here, README's roles
-// table is AccessTable's output, and openapi.yaml's x-herald-role says the
-// same.
+// API, by their mux patterns), /metrics off loopback, and each page view
+// and action ("page: …") needs. A route missing from it is refused to
+// every token; daemon and page tests check that each route they serve is
+// here, README's roles table is AccessTable's output, and openapi.yaml's
+// x-herald-role says the same.
 var Access = map[string]Need{
 	"GET /v1/openapi.json":                {store.RoleProducer, true},
 	"POST /v1/records":                    {store.RoleProducer, true},
@@ -61,6 +61,8 @@ var Access = map[string]Need{
 	"POST /v1/keys":                       {store.RoleAdmin, false},
 	"POST /v1/key/rotate":                 {store.RoleAdmin, false},
 	"DELETE /v1/key":                      {store.RoleAdmin, false},
+	// The metrics address's, off loopback (on it, /metrics is open).
+	"GET /metrics": {store.RoleReader, false},
 
 	"page: registrations, registration, record":                                  {store.RoleReader, true},
 	"page: overview, hosts":                                                      {store.RoleReader, false},
