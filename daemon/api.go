@@ -388,8 +388,10 @@ func (d *Daemon) postSubscription(r *http.Request) (any, error) {
 		return nil, apiFields(err)
 	}
 	wk.Wake()
-	v := operator.SubscriptionViewOf(st)
-	v.Secret = secret
+	v, err := operator.Subscribed(r.Context(), scope(r, d.store), st, secret)
+	if err != nil {
+		d.opts.Logger.Warn("herald: subscribed", "err", err)
+	}
 	return withStatus{http.StatusOK, v}, nil
 }
 

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
@@ -57,6 +58,9 @@ func keyRoutes(db store.Backend, now func() time.Time) map[string]endpoint {
 			return nil, err
 		}
 		users, err := operator.RemoveKey(r.Context(), db, q.Get("key_id"), force)
+		if inUse, ok := errors.AsType[*operator.KeyInUseError](err); ok {
+			inUse.Force = "force=true"
+		}
 		if err != nil {
 			return nil, err
 		}

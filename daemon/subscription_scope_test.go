@@ -174,3 +174,84 @@ func TestTenantsUnparkOfManyLeavesAnAdminSubscriptionsRegistrationParked(t *test
 	require.ElementsMatch(t, []string{ownReg, withinReg}, ids)
 	require.Equal(t, before, regState(t, s, auditReg), "still parked, as it was")
 }
+
+// TestTenantCannotTakeAnAdminSubscriptionsIDOnItsStreams: where the
+// registration an admin's subscription of tenant/ made on a tenant's stream
+// is gone (the admin removed it) or not yet made (a stream the register
+// would create), a token scoped to tenant/42/ may not create one of the
+// subscription's id there (403, naming the subscription, nothing written),
+// so that it cannot keep the stream's records from that receiver; it still
+// creates one of another id, and one of the id of a subscription within
+// its scope on a stream that subscription does not follow.
+func TestTenantCannotTakeAnAdminSubscriptionsIDOnItsStreams(t *testing.T) {
+	s, _, api := subscribedTenant(t)
+	tok := tokenIn(t, s, store.RoleOperator, "tenant/42/")
+	code, body := call(t, api, http.MethodDelete, "/v1/registration?"+url.Values{"stream": {scopedStream}, "id": {auditReg}}.Encode(), "", testToken, "")
+	require.Equal(t, http.StatusNoContent, code, body)
+	register := func(stream, id string) (int, string) {
+		return call(t, api, http.MethodPost, "/v1/registrations", "application/json", tok,
+			fmt.Sprintf(`{"stream": %q, "id": %q, "namespace": "webhook", "url": "https://tenant.example/hook"}`, stream, id))
+	}
+
+	for _, stream := range []string{scopedStream, "tenant/42/new"} {
+		code, body = register(stream, auditReg)
+		require.Equal(t, http.StatusForbidden, code, body)
+		require.Contains(t, errorOf(t, body), `registration stream=`+stream+` id=audit would take the place of the subscription stream_prefix=tenant/ id=audit, which this token's scope (tenant/42/) does not cover`)
+		_, err := s.Get(t.Context(), stream, auditReg)
+		require.ErrorIs(t, err, journal.ErrNotFound, "nothing was written")
+	}
+	head, err := s.Head(t.Context(), "tenant/42/new")
+	require.NoError(t, err)
+	require.Zero(t, head)
+	_, err = s.Append(t.Context(), "tenant/42/new", journal.Entry{ID: "n1", Kind: "k", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	st, err := s.Get(t.Context(), "tenant/42/new", auditReg)
+	require.NoError(t, err)
+	require.Equal(t, "tenant/", st.Subscription, "its first record brought the admin's subscription")
+
+	code, body = register(scopedStream, "other")
+	require.Equal(t, http.StatusCreated, code, body)
+	code, body = call(t, api, http.MethodDelete, "/v1/registration?"+url.Values{"stream": {scopedStream}, "id": {withinReg}}.Encode(), "", testToken, "")
+	require.Equal(t, http.StatusNoContent, code, body)
+	code, body = register(scopedStream, withinReg)
+	require.Equal(t, http.StatusCreated, code, body)
+}
+
+// TestSubscribeNamesTheStreamsATenantsRegistrationOfItsIDKeptFromIt: a
+// tenant registered id audit on two of its streams before an admin
+// subscribed tenant/ with that id; the subscribe's answer names those two
+// (skipped, skipped_streams) and follows the rest, and counts neither a
+// registration of another id, nor one outside the prefix, nor its own
+// when the prefix is registered again.
+func TestSubscribeNamesTheStreamsATenantsRegistrationOfItsIDKeptFromIt(t *testing.T) {
+	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "herald.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	_, api := tenantServers(t, s)
+	tok := tokenIn(t, s, store.RoleOperator, "tenant/42/")
+	for _, r := range []struct{ stream, id, token string }{
+		{"tenant/42/orders", auditReg, tok}, {"tenant/42/new", auditReg, tok}, {"tenant/42/other", ownReg, tok},
+		{"elsewhere/x", auditReg, testToken},
+	} {
+		code, body := call(t, api, http.MethodPost, "/v1/registrations", "application/json", r.token,
+			fmt.Sprintf(`{"stream": %q, "id": %q, "namespace": "webhook", "url": "https://tenant.example/hook"}`, r.stream, r.id))
+		require.Equal(t, http.StatusCreated, code, body)
+	}
+	_, err = s.Append(t.Context(), "tenant/7/a", journal.Entry{ID: "a1", Kind: "k", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+
+	for range 2 { // made, then registered again
+		code, body := call(t, api, http.MethodPost, "/v1/subscriptions", "application/json", testToken,
+			`{"stream_prefix": "tenant/", "id": "audit", "namespace": "webhook", "url": "https://audit.example/hook"}`)
+		require.Equal(t, http.StatusOK, code, body)
+		var got struct {
+			Streams        int
+			Skipped        []string
+			SkippedStreams int `json:"skipped_streams"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(body), &got))
+		require.Equal(t, []string{"tenant/42/new", "tenant/42/orders"}, got.Skipped, body)
+		require.Equal(t, 2, got.SkippedStreams)
+		require.Equal(t, 2, got.Streams, "tenant/42/other and tenant/7/a")
+	}
+}

@@ -193,7 +193,7 @@ func (e Endpoint) certificate() (*tls.Certificate, error) {
 		return nil, journal.Invalid(field, "%s", strings.TrimPrefix(err.Error(), "tls: "))
 	}
 	if k, ok := cert.PrivateKey.(*rsa.PrivateKey); ok && k.N.BitLen() > MaxRSAKeyBits {
-		return nil, journal.Invalid("config.client_key", "is a %d-bit RSA key: at most %d bits", k.N.BitLen(), MaxRSAKeyBits)
+		return nil, journal.Invalid("config.client_key", "is an RSA key of %d bits: at most %d bits", k.N.BitLen(), MaxRSAKeyBits)
 	}
 	if cert.Leaf == nil {
 		if cert.Leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {

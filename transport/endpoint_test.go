@@ -468,7 +468,7 @@ func TestAClientKeyPastMaxRSAKeyBitsIsRefused(t *testing.T) {
 	}
 	e := transport.Endpoint{ClientCert: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), ClientKey: string(keyPEM)}
 	err = e.Check()
-	if inv, ok := errors.AsType[*journal.InvalidError](err); !ok || inv.Field != "config.client_key" || !strings.Contains(err.Error(), "8200-bit RSA key: at most 8192") {
+	if inv, ok := errors.AsType[*journal.InvalidError](err); !ok || inv.Field != "config.client_key" || !strings.Contains(err.Error(), "is an RSA key of 8200 bits: at most 8192") {
 		t.Fatalf("Check of a client certificate with an 8200-bit key = %v; want config.client_key refused", err)
 	}
 }

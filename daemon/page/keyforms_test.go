@@ -109,7 +109,7 @@ func TestAdminAddsRotatesAndRemovesKeysOnThePage(t *testing.T) {
 	require.NoError(t, err)
 	resp, body = post(t, c, srv.URL+"/ui/key/remove", url.Values{"csrf": {csrf}, "key_id": {id}})
 	require.Equal(t, http.StatusConflict, resp.StatusCode, body)
-	require.Contains(t, body, "1 registration(s)")
+	require.Contains(t, body, "1 registration, so it was not removed: re-register it with another key first, or remove it anyway with &#34;even while registrations sign with it&#34; checked")
 	noPEM(body)
 	require.Len(t, held(), 1, "refused while a registration signs with it")
 

@@ -419,6 +419,9 @@ func (p *Page) removeKey(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	_, err = operator.RemoveKey(r.Context(), p.store, r.PostForm.Get("key_id"), force)
+	if inUse, ok := errors.AsType[*operator.KeyInUseError](err); ok {
+		inUse.Force = `"even while registrations sign with it" checked`
+	}
 	p.keyDone(w, r, "remove-key", err)
 }
 

@@ -171,6 +171,9 @@ added again or they are registered with another.`,
 		},
 		run: func(c *call) error {
 			users, err := operator.RemoveKey(c.ctx(), c.b, id, force)
+			if inUse, ok := errors.AsType[*operator.KeyInUseError](err); ok {
+				inUse.Force = "--force"
+			}
 			if err != nil {
 				return keyErr(e, err)
 			}

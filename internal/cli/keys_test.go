@@ -169,3 +169,29 @@ func TestRotatingToEd25519IsRefusedWhileACavagePinnedRegistrationSignsWithIt(t *
 	require.Contains(t, r.stderr, "would sign for 1 that pin draft-cavage")
 	require.Contains(t, heraldOK(t, db, "", "keys", "add", "--key-id", id, "--private-key", rsaFile), "RSA")
 }
+
+// TestKeysRemoveRefusalsSayWhatToDo: remove of a key a registration signs
+// with, without --force, says so in a sentence naming --force (no bare
+// ": conflict"), and keeps the key; an empty --key-id is named as such, not
+// looked up; record-status with an empty --id names --id.
+func TestKeysRemoveRefusalsSayWhatToDo(t *testing.T) {
+	db := newDB(t)
+	const id = "https://a.example/u/alice#main-key"
+	key, _ := rsaKeyFile(t, "alice.pem")
+	heraldOK(t, db, "", "keys", "add", "--key-id", id, "--private-key", key)
+	heraldOK(t, db, "", "register", "--stream", "actor/alice", "--id", "bob", "--namespace", "activitypub",
+		"--url", "https://b.example/inbox", "--key-id", id)
+
+	r := runCLI(t, db, "", "keys", "remove", "--key-id", id)
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Equal(t, `herald: key "`+id+`" signs the deliveries of 1 registration, so it was not removed: re-register it with another key first, `+
+		"or remove it anyway with --force (its deliveries then fail until the key is added again)\n", r.stderr)
+	require.Contains(t, heraldOK(t, db, "", "keys", "list"), id)
+
+	for _, args := range [][]string{{"keys", "remove", "--key-id", ""}, {"record-status", "--id", ""}} {
+		r = runCLI(t, db, "", args...)
+		require.Equal(t, ExitUsage, r.code, r.stderr)
+		require.Contains(t, r.stderr, "invalid "+args[len(args)-2]+": is empty", args)
+		require.NotContains(t, r.stderr, "not found", args)
+	}
+}

@@ -511,8 +511,10 @@ func subscribe(c *call, e *env, r push.Registration, prefix string, fromHead boo
 	if err != nil {
 		return err
 	}
-	v := operator.SubscriptionViewOf(st)
-	v.Secret = secret
+	v, err := operator.Subscribed(c.ctx(), c.b, st, secret)
+	if err != nil {
+		fmt.Fprintf(e.Err, "note: %v\n", err)
+	}
 	return c.print(v, func(w io.Writer) {
 		start := "their oldest record"
 		if st.FromHead {
@@ -522,6 +524,16 @@ func subscribe(c *call, e *env, r push.Registration, prefix string, fromHead boo
 			store.SubscriptionName(st.Prefix, st.ID), st.Namespace, v.Host, plural(st.Streams, "stream"), start)
 		if secret != "" {
 			fmt.Fprintf(w, "Its signing secret, shown this once (give it to the receiver):\n%s\n", secret)
+		}
+		if v.SkippedStreams > 0 {
+			fmt.Fprintf(w, "It skipped %s under %s: each already has a registration %s that it did not make, whose receiver gets the stream's records, not this one's (unregister one and register the prefix again to follow it):\n",
+				plural(v.SkippedStreams, "stream"), journal.Shown(st.Prefix), journal.Shown(st.ID))
+			for _, stream := range v.Skipped {
+				fmt.Fprintf(w, "  %s\n", journal.Shown(stream))
+			}
+			if more := v.SkippedStreams - len(v.Skipped); more > 0 {
+				fmt.Fprintf(w, "  and %d more\n", more)
+			}
 		}
 		for _, err := range transport.URLRefusals(st.URL) {
 			fmt.Fprintf(e.Err, "note: sweeps refuse this URL and park its registrations: %v\n", err)

@@ -366,6 +366,35 @@ func TestRegisterStreamPrefix(t *testing.T) {
 	require.Contains(t, heraldOK(t, db, "", "registrations"), "No registrations")
 }
 
+// TestRegisterStreamPrefixNamesTheStreamsItSkipped: a registration of the
+// subscription's id made alone before it keeps its stream from the
+// subscription; register --stream-prefix says which (text and --json), and
+// nothing when none is.
+func TestRegisterStreamPrefixNamesTheStreamsItSkipped(t *testing.T) {
+	db := newDB(t)
+	for _, stream := range []string{"tenant/42/orders", "tenant/42/invoices"} {
+		heraldOK(t, db, "", "register", "--stream", stream, "--id", "audit", "--namespace", "webhook", "--url", "https://tenant.example/x", "--secret", goodSecret)
+	}
+	heraldOK(t, db, "{}", "append", "--stream", "tenant/7/a", "--id", "a1", "--kind", "k")
+	args := []string{"register", "--stream-prefix", "tenant/", "--id", "audit", "--namespace", "webhook", "--url", "https://audit.example/x", "--secret", goodSecret}
+
+	out := heraldOK(t, db, "", args...)
+	require.Contains(t, out, "following 1 stream")
+	require.Contains(t, out, "It skipped 2 streams under tenant/: each already has a registration audit that it did not make")
+	require.Contains(t, out, "\n  tenant/42/invoices\n  tenant/42/orders\n")
+
+	var v struct {
+		Skipped        []string
+		SkippedStreams int `json:"skipped_streams"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", append([]string{"--json"}, args...)...)), &v))
+	require.Equal(t, []string{"tenant/42/invoices", "tenant/42/orders"}, v.Skipped)
+	require.Equal(t, 2, v.SkippedStreams)
+
+	out = heraldOK(t, db, "", "register", "--stream-prefix", "tenant/7/", "--id", "t7", "--namespace", "webhook", "--url", "https://audit.example/x", "--secret", goodSecret)
+	require.NotContains(t, out, "skipped")
+}
+
 // TestRegisterActivityPubPinsASchemeOrNamesTheBadOne: --signature-scheme
 // pins rfc9421 or cavage; another value, or cavage with an Ed25519 key, is
 // a usage error naming the flag, and nothing is registered.

@@ -153,6 +153,8 @@ registrations that will get it.`,
 				return callf("record-status needs exactly one of --seq (with --stream) or --id")
 			case bySeq && stream == "":
 				return callf("record-status --seq needs --stream")
+			case !bySeq && id == "":
+				return usageOf(journal.Invalid("id", "is empty: name the record by its id, or by --stream and --seq"))
 			}
 			return nil
 		},

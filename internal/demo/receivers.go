@@ -247,7 +247,7 @@ func (r *receiver) check(path, id string, body []byte, more func(expected) error
 	}
 	got := id
 	if got == "" {
-		got = fmt.Sprintf("a %d-byte body", len(body))
+		got = fmt.Sprintf("a body of %d bytes", len(body))
 	}
 	if a.Verified >= len(a.want) {
 		return a.fail(fmt.Errorf("got %s after all %d expected messages", got, len(a.want)))

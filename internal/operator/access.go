@@ -303,18 +303,46 @@ func (s scoped) Lookup(ctx context.Context, id string) (journal.Record, error) {
 }
 
 func (s scoped) Register(ctx context.Context, r store.Registration) (store.Registration, error) {
-	if !s.tok.Sees(r.Stream) {
-		return store.Registration{}, store.NotFound(r.Stream, r.ID)
+	if err := s.mayRegister(ctx, r.Key()); err != nil {
+		return store.Registration{}, err
 	}
 	return s.Backend.Register(ctx, r)
 }
 
-func (s scoped) Update(ctx context.Context, r, was store.Registration) (store.Registration, error) {
-	if !s.tok.Sees(r.Stream) {
-		return store.Registration{}, store.NotFound(r.Stream, r.ID)
+// mayRegister is nil when this token may write registration k: change it
+// (mayChange) or, none found, create it (mayCreate). The store refuses a
+// create if one was made since.
+func (s scoped) mayRegister(ctx context.Context, k store.Key) error {
+	if !s.tok.Sees(k.Stream) {
+		return store.NotFound(k.Stream, k.ID)
 	}
-	// None found: a create, which the store refuses if one was made since.
-	if err := s.mayChange(ctx, r.Stream, r.ID); err != nil && !errors.Is(err, journal.ErrNotFound) {
+	err := s.mayChange(ctx, k.Stream, k.ID)
+	if errors.Is(err, journal.ErrNotFound) {
+		return s.mayCreate(ctx, k)
+	}
+	return err
+}
+
+// mayCreate is nil when this token may create registration k, which it
+// sees: else a subscription it does not cover matches k's stream with k's
+// id, and k would take that registration's place (a stream with one of the
+// id is skipped), so that its receiver never got the stream's records.
+func (s scoped) mayCreate(ctx context.Context, k store.Key) error {
+	subs, err := s.Backend.Subscriptions(ctx, "")
+	if err != nil {
+		return err
+	}
+	for _, sub := range subs {
+		if sub.ID == k.ID && strings.HasPrefix(k.Stream, sub.Prefix) && !s.tok.Sees(sub.Prefix) {
+			return fmt.Errorf("%w: registration %s would take the place of the subscription %s, which this token's scope (%s) does not cover: give it another id",
+				ErrForbidden, store.Name(k.Stream, k.ID), store.SubscriptionName(sub.Prefix, sub.ID), strings.Join(s.tok.Scope, ", "))
+		}
+	}
+	return nil
+}
+
+func (s scoped) Update(ctx context.Context, r, was store.Registration) (store.Registration, error) {
+	if err := s.mayRegister(ctx, r.Key()); err != nil {
 		return store.Registration{}, err
 	}
 	return s.Backend.Update(ctx, r, was)

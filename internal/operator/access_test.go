@@ -136,3 +136,46 @@ func TestScopedWriteIsNotMadeToARegistrationNotFoundBeforeIt(t *testing.T) {
 		})
 	}
 }
+
+// TestScopedCreateCannotTakeTheIDOfASubscriptionBeyondItsScope: through
+// Register and Update alike, a token scoped to tenant/42/ may not create
+// registration audit on its stream, where the admin's subscription of
+// tenant/ with id audit matches but has no registration (ErrForbidden,
+// nothing made); it creates one of another id, and audit on a stream that
+// subscription does not match.
+func TestScopedCreateCannotTakeTheIDOfASubscriptionBeyondItsScope(t *testing.T) {
+	writes := map[string]func(ctx context.Context, s store.Backend, r store.Registration) error{
+		"register": func(ctx context.Context, s store.Backend, r store.Registration) error {
+			_, err := s.Register(ctx, r)
+			return err
+		},
+		"update": func(ctx context.Context, s store.Backend, r store.Registration) error {
+			_, err := s.Update(ctx, r, store.Registration{})
+			return err
+		},
+	}
+	for name, write := range writes {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			m := memory.New()
+			_, err := m.Append(ctx, "tenant/42/a", journal.Entry{ID: "a1", Kind: "k", Payload: []byte(`{}`)})
+			require.NoError(t, err)
+			_, err = m.Subscribe(ctx, store.Subscription{Prefix: "tenant/", ID: "audit", Namespace: "webhook", URL: "https://audit.example/"}, store.Subscription{})
+			require.NoError(t, err)
+			require.NoError(t, m.Unregister(ctx, "tenant/42/a", "audit"))
+			tenant := operator.Scoped(m, store.Token{ID: "t", Role: store.RoleOperator, Scope: []string{"tenant/42/", "other/"}})
+			reg := func(stream, id string) store.Registration {
+				return push.Registration{Stream: stream, ID: id, Namespace: "webhook", URL: "https://tenant.example/"}
+			}
+
+			err = write(ctx, tenant, reg("tenant/42/a", "audit"))
+			require.ErrorIs(t, err, operator.ErrForbidden)
+			require.ErrorContains(t, err, "subscription stream_prefix=tenant/ id=audit")
+			_, err = m.Get(ctx, "tenant/42/a", "audit")
+			require.ErrorIs(t, err, journal.ErrNotFound, "nothing made")
+
+			require.NoError(t, write(ctx, tenant, reg("tenant/42/a", "mine")))
+			require.NoError(t, write(ctx, tenant, reg("other/a", "audit")))
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"crypto"
 	"encoding/json"
@@ -213,11 +214,14 @@ func SigningKey(config []byte) APKey {
 	return APKey{KeyID: c.KeyID, Own: c.PrivateKey != "", Scheme: c.Scheme}
 }
 
-// RemoveKey deletes held key id, refused (journal.ErrConflict, naming how
-// many) while registrations sign with it, unless force: their deliveries
-// then fail, retried, until the key is added again or they are
-// re-registered.
+// RemoveKey deletes held key id, refused (*KeyInUseError) while
+// registrations sign with it, unless force: their deliveries then fail,
+// retried, until the key is added again or they are re-registered.
+// Errors: journal.ErrInvalid (id empty), journal.ErrNotFound, the store's.
 func RemoveKey(ctx context.Context, b KeyStore, id string, force bool) (users int, err error) {
+	if id == "" {
+		return 0, journal.Invalid("key_id", "is empty: name the key to remove")
+	}
 	users, err = KeyUsers(ctx, b, id)
 	if err != nil {
 		return 0, err
@@ -226,7 +230,26 @@ func RemoveKey(ctx context.Context, b KeyStore, id string, force bool) (users in
 		return users, err
 	}
 	if users > 0 && !force {
-		return users, fmt.Errorf("key %q signs the deliveries of %d registration(s): re-register them with another key, or remove it with force (--force; force=true over the API: their deliveries then fail until it is added again): %w", id, users, journal.ErrConflict)
+		return users, &KeyInUseError{ID: id, Users: users}
 	}
 	return users, b.RemoveActorKey(ctx, id)
 }
+
+// KeyInUseError is RemoveKey's refusal of a key registrations sign with.
+// It wraps journal.ErrConflict.
+type KeyInUseError struct {
+	ID    string
+	Users int    // the registrations that sign with it
+	Force string // how the caller says force (--force); "": "force"
+}
+
+func (e *KeyInUseError) Error() string {
+	regs, them, their := fmt.Sprintf("%d registrations", e.Users), "them", "their"
+	if e.Users == 1 {
+		regs, them, their = "1 registration", "it", "its"
+	}
+	return fmt.Sprintf("key %q signs the deliveries of %s, so it was not removed: re-register %s with another key first, or remove it anyway with %s (%s deliveries then fail until the key is added again)",
+		e.ID, regs, them, cmp.Or(e.Force, "force"), their)
+}
+
+func (e *KeyInUseError) Unwrap() error { return journal.ErrConflict }

@@ -314,6 +314,47 @@ type SubscriptionView struct {
 	Streams       int                `json:"streams"`
 	Registrations []RegistrationView `json:"registrations,omitempty"`
 	Secret        string             `json:"secret,omitempty"` // a webhook secret made for it, shown once
+	// Subscribe's answer: the streams under the prefix it does not follow
+	// because a registration of its id that it did not make is there (at
+	// most MaxSkippedShown of them, in order; SkippedStreams counts all).
+	Skipped        []string `json:"skipped,omitempty"`
+	SkippedStreams int      `json:"skipped_streams,omitempty"`
+}
+
+// MaxSkippedShown bounds SubscriptionView.Skipped: a tenant may hold a
+// registration of the id on each of many streams.
+const MaxSkippedShown = 100
+
+// Subscribed is st, just subscribed through s, as shown, with the streams
+// it skipped: each holds a registration of its id that it did not make
+// (made alone before it), whose receiver, not the subscription's, gets
+// that stream's records. An error (the store's) leaves them out, not the
+// rest: the subscription is made, and its secret shown only here.
+func Subscribed(ctx context.Context, s store.Store, st store.SubscriptionStatus, secret string) (SubscriptionView, error) {
+	v := SubscriptionViewOf(st)
+	v.Secret = secret
+	q := store.ListQuery{After: store.Key{Stream: st.Prefix}, Limit: store.MaxListLimit}
+	for {
+		page, err := s.List(ctx, q)
+		if err != nil {
+			v.Skipped, v.SkippedStreams = nil, 0
+			return v, fmt.Errorf("subscription %s is made, but the streams it skipped are unknown: %w", store.SubscriptionName(st.Prefix, st.ID), err)
+		}
+		for _, r := range page {
+			if !strings.HasPrefix(r.Stream, st.Prefix) {
+				return v, nil
+			}
+			if r.ID == st.ID && r.Subscription != st.Prefix {
+				if v.SkippedStreams++; len(v.Skipped) < MaxSkippedShown {
+					v.Skipped = append(v.Skipped, r.Stream)
+				}
+			}
+		}
+		if len(page) < q.Limit {
+			return v, nil
+		}
+		q.After = page[len(page)-1].Key()
+	}
 }
 
 // SubscriptionViewOf returns st as shown.

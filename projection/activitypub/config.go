@@ -291,7 +291,7 @@ func parsePrivateKey(pemText string) (crypto.Signer, error) {
 		return nil, fmt.Errorf("is a %s key: HTTP signatures need an RSA or Ed25519 key", keyKind(key))
 	}
 	if bits := rsaKey.N.BitLen(); bits < MinKeyBits || bits > MaxKeyBits {
-		return nil, fmt.Errorf("is a %d-bit RSA key: %d to %d bits are required", bits, MinKeyBits, MaxKeyBits)
+		return nil, fmt.Errorf("is an RSA key of %d bits: %d to %d bits are required", bits, MinKeyBits, MaxKeyBits)
 	}
 	return rsaKey, nil
 }

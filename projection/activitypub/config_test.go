@@ -140,7 +140,7 @@ func TestConfigErrorsNameTheFieldAndHideTheKey(t *testing.T) {
 		projtest.Refusal{Name: "encrypted", Raw: with(func(c *Config) { c.PrivateKey = encrypted }), Field: "config.private_key", Reason: "encrypted"},
 		projtest.Refusal{Name: "public key", Raw: with(func(c *Config) { c.PrivateKey = pubPEM }), Field: "config.private_key", Reason: "private key is required"},
 		projtest.Refusal{Name: "ECDSA key", Raw: with(func(c *Config) { c.PrivateKey = ecPEM }), Field: "config.private_key", Reason: "ECDSA"},
-		projtest.Refusal{Name: "1024-bit RSA", Raw: with(func(c *Config) { c.PrivateKey = smallPEM }), Field: "config.private_key", Reason: "1024-bit"},
+		projtest.Refusal{Name: "1024-bit RSA", Raw: with(func(c *Config) { c.PrivateKey = smallPEM }), Field: "config.private_key", Reason: "is an RSA key of 1024 bits"},
 		projtest.Refusal{Name: "empty actors", Raw: mustJSON(t, map[string]any{"key_id": aliceKeyID, "private_key": pkcs8, "actors": []string{}}), Field: "config.actors", Reason: "empty list"},
 		projtest.Refusal{Name: "bad actor", Raw: with(func(c *Config) { c.Actors = []string{bob, "bob"} }), Field: "config.actors[1]", Reason: "absolute"},
 		projtest.Refusal{Name: "followers without actors", Raw: with(func(c *Config) { c.Followers = []string{aliceFollowers} }), Field: "config.followers", Reason: "needs actors"},
