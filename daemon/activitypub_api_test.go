@@ -20,6 +20,7 @@ import (
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/activitypub"
 	"github.com/heraldpush/herald/push"
+	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
 )
 
@@ -63,11 +64,7 @@ func TestAPIRefusesAnRSAKeyPastMaxKeyBits(t *testing.T) {
 	big, err := os.ReadFile(filepath.Join("..", "testdata", "activitypub", "rsa-8200-test-key.pem"))
 	require.NoError(t, err)
 	s := seedtest.SQLite(t)
-	d, err := New(Options{Store: s, Transport: noTransport, Projections: []push.Projection{activitypub.New()},
-		Now: func() time.Time { return t0 }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
-	srv := httptest.NewServer(d.APIHandler())
-	t.Cleanup(srv.Close)
+	srv := activityPubAPIServer(t, s)
 	const keyID = "https://example.com/users/alice#main-key"
 	b, _ := json.Marshal(map[string]any{"stream": "actor/alice", "id": "big", "namespace": "activitypub", "url": "https://remote.example/inbox",
 		"config": map[string]string{"key_id": keyID, "private_key": string(big)}})
@@ -94,11 +91,7 @@ func TestAPIRefusesAConfigPastMaxConfigBytes(t *testing.T) {
 	pemText, err := os.ReadFile(filepath.Join("..", "testdata", "activitypub", "alice-test-key.pem"))
 	require.NoError(t, err)
 	s := seedtest.SQLite(t)
-	d, err := New(Options{Store: s, Transport: noTransport, Projections: []push.Projection{activitypub.New()},
-		Now: func() time.Time { return t0 }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
-	srv := httptest.NewServer(d.APIHandler())
-	t.Cleanup(srv.Close)
+	srv := activityPubAPIServer(t, s)
 	actors := make([]string, 40000)
 	for i := range actors {
 		actors[i] = fmt.Sprintf("https://remote.example/users/%06d", i)
@@ -121,11 +114,7 @@ func TestAPIRefusesAKeyIDAHeaderCannotCarry(t *testing.T) {
 	pemText, err := os.ReadFile(filepath.Join("..", "testdata", "activitypub", "alice-test-key.pem"))
 	require.NoError(t, err)
 	s := seedtest.SQLite(t)
-	d, err := New(Options{Store: s, Transport: noTransport, Projections: []push.Projection{activitypub.New()},
-		Now: func() time.Time { return t0 }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
-	srv := httptest.NewServer(d.APIHandler())
-	t.Cleanup(srv.Close)
+	srv := activityPubAPIServer(t, s)
 	for _, keyID := range []string{"https://example.com/users/é#main-key", "https://example.com/users/a b#main-key", `https://example.com/users/a"b#main-key`} {
 		b, _ := json.Marshal(map[string]any{"stream": "actor/alice", "id": "r", "namespace": "activitypub", "url": "https://remote.example/inbox",
 			"config": map[string]string{"key_id": keyID, "private_key": string(pemText)}})
@@ -143,4 +132,15 @@ func TestAPIRefusesAKeyIDAHeaderCannotCarry(t *testing.T) {
 	keys, err := s.ActorKeys(t.Context())
 	require.NoError(t, err)
 	require.Empty(t, keys)
+}
+
+// activityPubAPIServer is apiServer for the activitypub namespace.
+func activityPubAPIServer(t *testing.T, s store.Backend) *httptest.Server {
+	t.Helper()
+	d, err := New(Options{Store: s, Transport: noTransport, Projections: []push.Projection{activitypub.New()},
+		Now: func() time.Time { return t0 }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	srv := httptest.NewServer(d.APIHandler())
+	t.Cleanup(srv.Close)
+	return srv
 }

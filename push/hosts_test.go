@@ -580,33 +580,8 @@ func TestARegistrationsOwnRouteFailingNeverHoldsItsHost(t *testing.T) {
 			w := f.workerOn(tr, push.WithMaxAttempts(ceiling))
 			host := store.HostOf(scheme + srv.addr)
 
-			when := at(0)
-			for k := 1; k <= ceiling; k++ {
-				rep := f.sweep(w, when)
-				require.Zero(t, rep.HostFailures, "attempt %d: nothing is charged to the host", k)
-				require.Equal(t, bodies(1, k), srv.bodies("/good"), "attempt %d: the other registration got its records", k)
-				hosts, err := f.store.Hosts(t.Context(), store.HostQuery{Host: host})
-				require.NoError(t, err)
-				for _, h := range hosts {
-					require.Equal(t, store.HostUp, h.State, "attempt %d: never down", k)
-					require.Zero(t, h.Failures, "attempt %d", k)
-				}
-				st := f.get("broken", "r")
-				require.Zero(t, st.HostFailures, "attempt %d", k)
-				require.Contains(t, st.LastError, c.reason, "attempt %d", k)
-				if k == ceiling {
-					require.True(t, st.Parked, "parked at its ceiling, as any transient failure of its own")
-					require.Equal(t, 1, rep.Parked)
-					break
-				}
-				require.False(t, st.Parked, "attempt %d", k)
-				require.Equal(t, k, st.Attempts, "attempt %d: charged to the registration", k)
-				require.Equal(t, when.Add(store.Backoff("broken", "r", k-1)), st.NextAttemptAt, "attempt %d: the default backoff", k)
-				when = st.NextAttemptAt
-				f.append("good", 1)
-			}
+			requireOwnFailureParks(t, f, w, host, func() []string { return srv.bodies("/good") }, c.reason, ceiling)
 			require.Empty(t, srv.bodies("/broken"))
-			require.Equal(t, uint64(1), f.get("broken", "r").NextSeq, "parked with its cursor intact")
 		})
 	}
 }
@@ -676,32 +651,8 @@ func TestAMalformedAnswerIsItsRegistrationsFailureNotItsHosts(t *testing.T) {
 		f.registerURL("good", "r", "http://"+addr+"/good")
 		f.registerURL("broken", "r", "http://"+addr+"/broken")
 		w := f.workerOn(loopback(t, 5*time.Second), push.WithMaxAttempts(ceiling))
-		when := at(0)
-		for k := 1; k <= ceiling; k++ {
-			rep := f.sweep(w, when)
-			require.Zero(t, rep.HostFailures, "attempt %d: nothing is charged to the host", k)
-			require.Equal(t, bodies(1, k), good(), "attempt %d: the other registration got its records", k)
-			hosts, err := f.store.Hosts(t.Context(), store.HostQuery{Host: store.HostOf("http://" + addr)})
-			require.NoError(t, err)
-			for _, h := range hosts {
-				require.Equal(t, store.HostUp, h.State, "attempt %d: never down", k)
-				require.Zero(t, h.Failures, "attempt %d", k)
-			}
-			st := f.get("broken", "r")
-			require.Zero(t, st.HostFailures, "attempt %d", k)
-			require.Contains(t, st.LastError, `answer not valid HTTP: malformed MIME header: missing colon: "Bad Header Line"`, "attempt %d", k)
-			if k == ceiling {
-				require.True(t, st.Parked, "parked at its ceiling, as for a 5xx")
-				require.Equal(t, 1, rep.Parked)
-				break
-			}
-			require.False(t, st.Parked, "attempt %d", k)
-			require.Equal(t, k, st.Attempts, "attempt %d: charged to the registration", k)
-			require.Equal(t, when.Add(store.Backoff("broken", "r", k-1)), st.NextAttemptAt, "attempt %d: the default backoff", k)
-			when = st.NextAttemptAt
-			f.append("good", 1)
-		}
-		require.Equal(t, uint64(1), f.get("broken", "r").NextSeq, "parked with its cursor intact")
+		requireOwnFailureParks(t, f, w, store.HostOf("http://"+addr), good,
+			`answer not valid HTTP: malformed MIME header: missing colon: "Bad Header Line"`, ceiling)
 	})
 	t.Run("closed without a byte", func(t *testing.T) {
 		addr, _ := rawHost(t, "")
@@ -760,4 +711,39 @@ type renewFails struct{ *memory.Store }
 
 func (renewFails) Renew(context.Context, time.Time, []store.Claim) ([]store.Claim, error) {
 	return nil, errors.New("connection refused (the database is down)")
+}
+
+// requireOwnFailureParks sweeps w from at(0) while registration broken/r
+// fails on its own: each attempt is charged to it (reason, the default
+// backoff), none to host, which stays up, while good/r, on the same host,
+// gets every record (good returns the bodies it got, one appended after
+// each attempt); it parks at ceiling with its cursor intact.
+func requireOwnFailureParks(t *testing.T, f *fixture, w *push.Worker, host string, good func() []string, reason string, ceiling int) {
+	t.Helper()
+	when := at(0)
+	for k := 1; k <= ceiling; k++ {
+		rep := f.sweep(w, when)
+		require.Zero(t, rep.HostFailures, "attempt %d: nothing is charged to the host", k)
+		require.Equal(t, bodies(1, k), good(), "attempt %d: the other registration got its records", k)
+		hosts, err := f.store.Hosts(t.Context(), store.HostQuery{Host: host})
+		require.NoError(t, err)
+		for _, h := range hosts {
+			require.Equal(t, store.HostUp, h.State, "attempt %d: never down", k)
+			require.Zero(t, h.Failures, "attempt %d", k)
+		}
+		st := f.get("broken", "r")
+		require.Zero(t, st.HostFailures, "attempt %d", k)
+		require.Contains(t, st.LastError, reason, "attempt %d", k)
+		if k == ceiling {
+			require.True(t, st.Parked, "parked at its ceiling, as any transient failure of its own")
+			require.Equal(t, 1, rep.Parked)
+			break
+		}
+		require.False(t, st.Parked, "attempt %d", k)
+		require.Equal(t, k, st.Attempts, "attempt %d: charged to the registration", k)
+		require.Equal(t, when.Add(store.Backoff("broken", "r", k-1)), st.NextAttemptAt, "attempt %d: the default backoff", k)
+		when = st.NextAttemptAt
+		f.append("good", 1)
+	}
+	require.Equal(t, uint64(1), f.get("broken", "r").NextSeq, "parked with its cursor intact")
 }
