@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -329,8 +330,9 @@ func Strings(raw []byte, keys ...string) []string {
 }
 
 // ConfigFuzz is what FuzzParseConfig checks of a ParseConfig: no panic; a
-// refusal wraps journal.ErrInvalid and repeats no secret outside an unknown
-// key's name and the quoted values; no fmt verb prints an accepted secret.
+// refusal wraps journal.ErrInvalid and repeats no secret outside the
+// config's keys (its path, "config.key", or a key quoted) and the quoted
+// values; no fmt verb prints an accepted secret.
 type ConfigFuzz[C any] struct {
 	Parse    func(push.Config) (C, error)
 	Secrets  func(raw []byte) (secrets, quoted []string)
@@ -357,6 +359,9 @@ func (z ConfigFuzz[C]) Fuzz(f *testing.F, seeds ...string) {
 			for _, q := range quoted {
 				said = strings.ReplaceAll(said, q, "")
 			}
+			for _, k := range keysOf(raw) {
+				said = strings.ReplaceAll(strings.ReplaceAll(said, "."+k, ""), strconv.Quote(k), "")
+			}
 			for _, s := range secrets {
 				if strings.Contains(said, s) {
 					t.Fatalf("ParseConfig's error %q repeats the secret %q", err, s)
@@ -375,4 +380,38 @@ func (z ConfigFuzz[C]) Fuzz(f *testing.F, seeds ...string) {
 			}
 		}
 	})
+}
+
+// keysOf lists the object keys in raw, at any depth, as encoding/json reads
+// them, up to where it cannot read on.
+func keysOf(raw []byte) []string {
+	type frame struct{ object, wantKey bool }
+	var keys []string
+	var stack []*frame
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return keys
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch {
+		case tok == json.Delim('}') || tok == json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			continue
+		case top != nil && top.object && top.wantKey:
+			keys = append(keys, tok.(string))
+			top.wantKey = false
+			continue
+		case top != nil && top.object:
+			top.wantKey = true // this value ends, then a key or '}'
+		}
+		if d, ok := tok.(json.Delim); ok {
+			stack = append(stack, &frame{object: d == '{', wantKey: d == '{'})
+		}
+	}
 }
