@@ -305,7 +305,11 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 	}{}
 	st.trace.GetConn = func(string) { st.stage.Store(stageConnecting) }
 	st.trace.GotConn = func(httptrace.GotConnInfo) { st.stage.Store(stageSending) }
-	st.trace.WroteRequest = func(httptrace.WroteRequestInfo) { st.stage.CompareAndSwap(stageSending, stageWaiting) } // an answer may come first
+	st.trace.WroteRequest = func(i httptrace.WroteRequestInfo) { // an answer may come first
+		if i.Err == nil { // else still sending: HTTP/2 reports the write its timeout cut
+			st.stage.CompareAndSwap(stageSending, stageWaiting)
+		}
+	}
 	st.trace.GotFirstResponseByte = func() { st.stage.Store(stageAnswering) }
 	req, err := t.newRequest(httptrace.WithClientTrace(reqCtx, &st.trace), u, rt.header, msg, at)
 	if err != nil {
