@@ -125,3 +125,30 @@ func TestMaxConcurrentStreamsOneParksNoHealthyRegistration(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, recv.conns.Load(), int64(perHost), "connections: one a message in flight")
 }
+
+// A receiver that resets one registration's stream (RST_STREAM, as a
+// net/http handler aborting does) has answered on a connection that serves
+// the others: that registration retries, its cursor where it was, the reset
+// in its evidence, and the host is not charged.
+func TestAnH2StreamResetIsItsRegistrationsFailureNotItsHosts(t *testing.T) {
+	recv := newH2Receiver(t, nil, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/reset" {
+			panic(http.ErrAbortHandler) // net/http's HTTP/2 server resets the stream: INTERNAL_ERROR
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	f := newFixture(t)
+	f.append("s", 1)
+	f.registerURL("s", "reset", recv.URL+"/reset")
+	f.registerURL("s", "ok", recv.URL+"/ok")
+	w := f.workerOn(recv.tr)
+
+	require.Equal(t, push.SweepReport{Registrations: 2, Records: 1, Deliveries: 1, Retries: 1}, f.sweep(w, at(0)))
+	require.Equal(t, uint64(2), f.get("s", "ok").NextSeq)
+	reset := f.get("s", "reset")
+	require.Equal(t, uint64(1), reset.NextSeq, "the cursor stays")
+	require.False(t, reset.Parked)
+	ev := f.evidence("s", "reset")
+	require.Len(t, ev, 1)
+	require.Equal(t, "stream reset by the receiver (HTTP/2 INTERNAL_ERROR) waiting for the response headers", ev[0].Error)
+}
