@@ -127,7 +127,7 @@ func classifyError(err error, timedOut bool, timeout time.Duration, stage int32,
 	if own && !certRefused && !strings.HasPrefix(reason, "proxy ") { // the proxy's own errors name it
 		reason = "through the registration's proxy: " + reason
 	}
-	return push.Outcome{Verdict: push.Transient, Reason: requote(reason), HostLevel: !own} // a GOAWAY's debug data is the receiver's
+	return push.Outcome{Verdict: push.Transient, Reason: reason, HostLevel: !own}
 }
 
 // streamFailed classifies an HTTP/2 stream error: one request failed on a
@@ -145,11 +145,11 @@ func streamFailed(se http2.StreamError, words string) push.Outcome {
 	case se.Cause.Error() == "received from peer": // net/http's cause of an RST_STREAM
 		return push.Outcome{Verdict: push.Transient, Reason: "stream reset by the receiver (HTTP/2 " + se.Code.String() + ") " + words, Answered: true}
 	}
-	return push.Outcome{Verdict: push.Transient, Reason: "answer not valid HTTP/2: " + requote(se.Cause.Error()), Answered: true}
+	return push.Outcome{Verdict: push.Transient, Reason: "answer not valid HTTP/2: " + se.Cause.Error(), Answered: true}
 }
 
 // answerFailed says how an answer that began went wrong: cut short, or not
-// HTTP, showing what the receiver sent (requote).
+// HTTP, showing what the receiver sent (requote cuts it).
 func answerFailed(err error) string {
 	closed := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 	_, broken := errors.AsType[*net.OpError](err) // a reset
@@ -162,11 +162,13 @@ func answerFailed(err error) string {
 	case broken:
 		return "answer cut: " + err.Error()
 	}
-	return "answer not valid HTTP: " + requote(err.Error())
+	return "answer not valid HTTP: " + err.Error()
 }
 
 // requote shows again each Go-quoted value in msg as journal.Quoted does,
-// cut: net/http quotes the receiver's bytes in its errors (%q), whole.
+// cut: net/http quotes the receiver's bytes in its errors (%q), whole (a
+// header line, a GOAWAY's debug data). Redact first: a secret the cut
+// splits would no longer match.
 func requote(msg string) string {
 	var b strings.Builder
 	for {

@@ -302,3 +302,24 @@ func TestSilentH2ReceiversTimeOutAsTheHosts(t *testing.T) {
 		})
 	}
 }
+
+// A secret herald sent that the receiver echoes where a quoted value is cut
+// (here a GOAWAY's debug data, past 256 bytes) is redacted before the cut:
+// no part of it is left in the reason.
+func TestASecretEchoedAcrossTheCutIsRedactedWhole(t *testing.T) {
+	const token = "tok-0123456789abcdef0123456789"
+	debug := strings.Repeat("x", 250) + token + strings.Repeat("y", 100)
+	p := newH2Peer(t, func(fr *http2.Framer, id uint32, conn net.Conn) {
+		_ = fr.WriteGoAway(id, http2.ErrCodeNo, []byte(debug))
+		conn.Close()
+	})
+	msg := message("{}")
+	msg.Header = http.Header{"Authorization": {"Bearer " + token}}
+	out := deliver(t, newTransport(t, p.opts), p.url, msg)
+	if !strings.Contains(out.Reason, "[redac") {
+		t.Fatalf("Reason = %q: want the token redacted before the cut", out.Reason)
+	}
+	if strings.Contains(out.Reason, token[:4]) {
+		t.Errorf("Reason = %q keeps the token's first bytes", out.Reason)
+	}
+}

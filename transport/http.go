@@ -322,7 +322,7 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 			return push.Outcome{}, fmt.Errorf("transport: delivery to %s abandoned: %w", u.Host, ctx.Err())
 		}
 		out := classifyError(err, timedOut(), t.opts.Timeout, st.stage.Load(), rt.key.proxy != "")
-		out.Reason = newRedactor(u, req.Header).String(out.Reason)
+		out.Reason = requote(newRedactor(u, req.Header).String(out.Reason))
 		return out, nil
 	}
 	out := Classify(resp.StatusCode, resp.Header, at)
