@@ -1124,3 +1124,21 @@ func TestAPIUpdateSaysItsFromSeqIsNotTaken(t *testing.T) {
 	_, v = reg(`, "from_seq": 2`)
 	require.Empty(t, v.Warnings, "the cursor it names: nothing to say")
 }
+
+// GET /v1/records/status without the record's name refuses naming the
+// parameter it lacks (as strictQuery names an empty one): id, or seq
+// beside a stream, or stream beside a seq.
+func TestAPIRecordStatusRefusalNamesTheMissingParameter(t *testing.T) {
+	srv := apiServer(t, memory.New(), "")
+	for q, want := range map[string]string{
+		"":                "invalid id: is required: name the record by id, or by stream and seq",
+		"id=":             "invalid id: is empty: give it a value or leave it out",
+		"stream=orders/1": "invalid seq: is required with stream: name the record by id, or by stream and seq",
+		"seq=1":           "invalid stream: is required with seq: name the record by id, or by stream and seq",
+		"id=evt-1&seq=1":  "invalid seq: is given with id: name the record by id, or by stream and seq, not both",
+	} {
+		code, body := call(t, srv, http.MethodGet, "/v1/records/status?"+q, "", "", "")
+		require.Equal(t, http.StatusBadRequest, code, "%s: %s", q, body)
+		require.Equal(t, want, errorOf(t, body), q)
+	}
+}
