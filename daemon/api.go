@@ -60,11 +60,11 @@ func (d *Daemon) apiRoutes() map[string]endpoint {
 			if err != nil {
 				return nil, err
 			}
-			streams := q.Get("streams")
-			if streams != "" && streams != "true" && streams != "false" {
-				return nil, journal.Invalid("streams", "%q must be true or false", streams)
+			streams, err := boolParam(q, "streams")
+			if err != nil {
+				return nil, err
 			}
-			return operator.Subscriptions(r.Context(), scope(r, d.store), q.Get("stream_prefix"), streams == "true")
+			return operator.Subscriptions(r.Context(), scope(r, d.store), q.Get("stream_prefix"), streams)
 		}),
 		"DELETE /v1/subscription": endpoint(func(r *http.Request) (any, error) {
 			q, err := strictQuery(r, "a subscription is named by ?stream_prefix=…&id=…", "stream_prefix", "id")

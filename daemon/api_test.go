@@ -1116,3 +1116,46 @@ func TestAPIUpdateSaysItsFromSeqIsNotTaken(t *testing.T) {
 	_, v = reg(`, "from_seq": 2`)
 	require.Empty(t, v.Warnings, "the cursor it names: nothing to say")
 }
+
+// GET /v1/records/status without the record's name refuses naming the
+// parameter it lacks (as strictQuery names an empty one): id, or seq
+// beside a stream, or stream beside a seq.
+func TestAPIRecordStatusRefusalNamesTheMissingParameter(t *testing.T) {
+	srv := apiServer(t, memory.New(), "")
+	for q, want := range map[string]string{
+		"":                "invalid id: is required: name the record by id, or by stream and seq",
+		"id=":             "invalid id: is empty: give it a value or leave it out",
+		"stream=orders/1": "invalid seq: is required with stream: name the record by id, or by stream and seq",
+		"seq=1":           "invalid stream: is required with seq: name the record by id, or by stream and seq",
+		"id=evt-1&seq=1":  "invalid seq: is given with id: name the record by id, or by stream and seq, not both",
+	} {
+		code, body := call(t, srv, http.MethodGet, "/v1/records/status?"+q, "", "", "")
+		require.Equal(t, http.StatusBadRequest, code, "%s: %s", q, body)
+		require.Equal(t, want, errorOf(t, body), q)
+	}
+}
+
+// A JSON null is a JSON value: for a JSON content type it is a payload,
+// stored as the 4 bytes sent, and appending it again is idempotent (as the
+// journal and herald_append take it). For another type "payload" takes a
+// JSON string, and null is none: refused naming the field, nothing written
+// (an absent payload is the way to say no bytes).
+func TestAPIJSONNullIsAPayloadOnlyForAJSONType(t *testing.T) {
+	s := memory.New()
+	srv := apiServer(t, s, "")
+	nullRecord := `{"stream": "orders/1", "records": [{"id": "evt-n", "kind": "order.noted", "payload": null}]}`
+	code, body := post(t, srv, "/v1/records", nullRecord)
+	require.Equal(t, http.StatusCreated, code, body)
+	code, body = post(t, srv, "/v1/records", nullRecord)
+	require.Equal(t, http.StatusOK, code, "the same null again: nothing new: %s", body)
+	rec, err := s.Lookup(t.Context(), "evt-n")
+	require.NoError(t, err)
+	require.Equal(t, "null", string(rec.Payload))
+
+	code, body = post(t, srv, "/v1/records", `{"stream": "orders/1", "records": [{"id": "evt-t", "kind": "order.noted", "content_type": "text/plain", "payload": null}]}`)
+	require.Equal(t, http.StatusBadRequest, code, body)
+	require.Equal(t, `invalid records[0].payload: is a JSON null, but content_type "text/plain" takes a JSON string (its text) or payload_base64 (its bytes)`, errorOf(t, body))
+	head, err := s.Head(t.Context(), "orders/1")
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), head, "nothing written by the refusal")
+}

@@ -324,3 +324,18 @@ func TestHelpAndCompletionRefuseWhatTheyDoNotKnow(t *testing.T) {
 	require.Contains(t, heraldOK(t, "", "", "completion", "bash"), "bash completion")
 	require.Contains(t, heraldOK(t, "", "", "help", "keys"), "held once")
 }
+
+// prune and run say alike what --retain's values mean, 0s above all (not
+// "off": nothing kept once done with), and a value out of range is refused
+// naming the range.
+func TestRetainSaysWhatZeroMeans(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "herald.db")
+	for _, cmd := range []string{"prune", "run"} {
+		r := runCLI(t, db, "", cmd, "--help")
+		require.Equal(t, ExitOK, r.code, r.stderr)
+		require.Contains(t, r.stdout, retainHelp, cmd)
+	}
+	r := runCLI(t, db, "", "prune", "--retain", "-1s")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, `invalid --retain: "-1s" is out of range: it must be 0s to 3650d`)
+}

@@ -395,7 +395,8 @@ func newSubscriptions(e *env) command {
 		short: "List subscriptions by stream prefix: each one, the streams it follows, and with --streams their cursors",
 		long: `List the subscriptions (herald register --stream-prefix): each as one row
 with the count of the streams it follows; --streams adds each stream's
-registration (its cursor, head, lag and state).`,
+registration (its cursor, head, lag and state) and the streams it skipped
+(each holds a registration of its id that it did not make).`,
 		example: `  herald subscriptions
   herald subscriptions --stream-prefix tenant/42/ --streams`,
 		db: readDB,
@@ -419,15 +420,18 @@ registration (its cursor, head, lag and state).`,
 				}
 				t.Flush()
 				for _, s := range list {
-					if !streams || len(s.Registrations) == 0 {
+					if !streams || len(s.Registrations) == 0 && s.SkippedStreams == 0 {
 						continue
 					}
 					fmt.Fprintf(w, "\n%s:\n", store.SubscriptionName(s.Prefix, s.ID))
-					t := tbl.New(w, "STREAM", "CURSOR", "HEAD", "LAG", "STATE")
-					for _, r := range s.Registrations {
-						t.Row(r.Stream, fmt.Sprint(r.NextSeq), fmt.Sprint(r.Head), fmt.Sprint(r.Lag), r.State)
+					if len(s.Registrations) > 0 {
+						t := tbl.New(w, "STREAM", "CURSOR", "HEAD", "LAG", "STATE")
+						for _, r := range s.Registrations {
+							t.Row(r.Stream, fmt.Sprint(r.NextSeq), fmt.Sprint(r.Head), fmt.Sprint(r.Lag), r.State)
+						}
+						t.Flush()
 					}
-					t.Flush()
+					printSkipped(w, s)
 				}
 			})
 		},

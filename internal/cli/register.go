@@ -525,20 +525,27 @@ func subscribe(c *call, e *env, r push.Registration, prefix string, fromHead boo
 		if secret != "" {
 			fmt.Fprintf(w, "Its signing secret, shown this once (give it to the receiver):\n%s\n", secret)
 		}
-		if v.SkippedStreams > 0 {
-			fmt.Fprintf(w, "It skipped %s under %s: each already has a registration %s that it did not make, whose receiver gets the stream's records, not this one's (unregister one and register the prefix again to follow it):\n",
-				plural(v.SkippedStreams, "stream"), journal.Shown(st.Prefix), journal.Shown(st.ID))
-			for _, stream := range v.Skipped {
-				fmt.Fprintf(w, "  %s\n", journal.Shown(stream))
-			}
-			if more := v.SkippedStreams - len(v.Skipped); more > 0 {
-				fmt.Fprintf(w, "  and %d more\n", more)
-			}
-		}
+		printSkipped(w, v)
 		for _, err := range transport.URLRefusals(st.URL) {
 			fmt.Fprintf(e.Err, "note: sweeps refuse this URL and park its registrations: %v\n", err)
 		}
 	})
+}
+
+// printSkipped tells the streams subscription v skipped, if any, as
+// subscribe and subscriptions --streams show them.
+func printSkipped(w io.Writer, v operator.SubscriptionView) {
+	if v.SkippedStreams == 0 {
+		return
+	}
+	fmt.Fprintf(w, "It skipped %s under %s: each already has a registration %s that it did not make, whose receiver gets the stream's records, not this one's (unregister one and register the prefix again to follow it):\n",
+		plural(v.SkippedStreams, "stream"), journal.Shown(v.Prefix), journal.Shown(v.ID))
+	for _, stream := range v.Skipped {
+		fmt.Fprintf(w, "  %s\n", journal.Shown(stream))
+	}
+	if more := v.SkippedStreams - len(v.Skipped); more > 0 {
+		fmt.Fprintf(w, "  and %d more\n", more)
+	}
 }
 
 func newRotateSecret(e *env) command {

@@ -391,6 +391,20 @@ func TestRegisterStreamPrefixNamesTheStreamsItSkipped(t *testing.T) {
 	require.Equal(t, []string{"tenant/42/invoices", "tenant/42/orders"}, v.Skipped)
 	require.Equal(t, 2, v.SkippedStreams)
 
+	// subscriptions --streams lists them the same way, under the streams it follows.
+	out = heraldOK(t, db, "", "subscriptions", "--streams")
+	require.Contains(t, out, "stream_prefix=tenant/ id=audit:\nSTREAM")
+	require.Contains(t, out, "It skipped 2 streams under tenant/: each already has a registration audit that it did not make")
+	require.Contains(t, out, "\n  tenant/42/invoices\n  tenant/42/orders\n")
+	var list []struct {
+		Skipped        []string
+		SkippedStreams int `json:"skipped_streams"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "subscriptions", "--streams", "--json")), &list))
+	require.Len(t, list, 1)
+	require.Equal(t, []string{"tenant/42/invoices", "tenant/42/orders"}, list[0].Skipped)
+	require.Equal(t, 2, list[0].SkippedStreams)
+
 	out = heraldOK(t, db, "", "register", "--stream-prefix", "tenant/7/", "--id", "t7", "--namespace", "webhook", "--url", "https://audit.example/x", "--secret", goodSecret)
 	require.NotContains(t, out, "skipped")
 }
