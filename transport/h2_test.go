@@ -323,3 +323,60 @@ func TestASecretEchoedAcrossTheCutIsRedactedWhole(t *testing.T) {
 		t.Errorf("Reason = %q keeps the token's first bytes", out.Reason)
 	}
 }
+
+// Every client herald builds asks for HTTP/2 by ALPN: the default one, a
+// registration's with its client certificate, through its own proxy, and
+// through the daemon's egress proxy.
+func TestEveryRouteNegotiatesH2WithAReceiverOfferingIt(t *testing.T) {
+	ca := keytest.NewCA(t)
+	protos := make(chan string, 1)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		who := "anonymous"
+		if len(r.TLS.PeerCertificates) > 0 {
+			who = r.TLS.PeerCertificates[0].Subject.CommonName
+		}
+		protos <- fmt.Sprintf("%s %s", r.Proto, who)
+	}))
+	srv.TLS = ca.RequireClients(t)
+	srv.TLS.ClientAuth = tls.VerifyClientCertIfGiven
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	opts := transport.Options{AllowPrivateNetwork: true, Timeout: 5 * time.Second, TLSConfig: &tls.Config{RootCAs: ca.Pool}}
+	egress, own := newConnectProxy(t, ""), newConnectProxy(t, "")
+	viaEgress := opts
+	viaEgress.Proxy = egress.url()
+	// The tunnels end when the connections do; an HTTP/2 one may not yet be
+	// idle when a test's CloseIdleConnections runs (its stream is
+	// forgotten asynchronously), so the server ends them, before the
+	// proxies wait for their tunnels.
+	t.Cleanup(srv.CloseClientConnections)
+	for _, c := range []struct {
+		name string
+		opts transport.Options
+		e    transport.Endpoint
+		via  *connectProxy
+		want string
+	}{
+		{"default", opts, transport.Endpoint{}, nil, "HTTP/2.0 anonymous"},
+		{"client certificate", opts, clientCert(t, ca, "tenant-42"), nil, "HTTP/2.0 tenant-42"},
+		{"registration's proxy", opts, transport.Endpoint{Proxy: own.url()}, own, "HTTP/2.0 anonymous"},
+		{"egress proxy", viaEgress, transport.Endpoint{}, egress, "HTTP/2.0 anonymous"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := newTransport(t, c.opts).Deliver(t.Context(), withEndpoint(t, srv.URL, c.e), message("{}"), at)
+			if err != nil || !out.OK() {
+				t.Fatalf("got %s, %v; want accepted", describe(out), err)
+			}
+			if got := <-protos; got != c.want {
+				t.Errorf("the receiver saw %q, want %q", got, c.want)
+			}
+			if c.via == nil {
+				return
+			}
+			if targets, _ := c.via.seen(); len(targets) != 1 {
+				t.Errorf("the proxy tunnelled to %q, want the receiver once", targets)
+			}
+		})
+	}
+}
