@@ -248,7 +248,9 @@ func newHosts(e *env) command {
 nothing about the record: no connection, a timeout, a 502/503/504), with their
 state and since when, consecutive failures, the next probe, the registrations
 they hold and the last error. README, "Hosts", says how a host goes down, holds
-its registrations, is probed and comes back.`,
+its registrations, is probed and comes back. SCHEME is the ActivityPub
+signature scheme a host accepted after refusing the other (cavage: it refused
+RFC 9421; README, "ActivityPub signatures"); such a host is listed too.`,
 		example: `  herald hosts
   herald hosts --state down --json
   herald hosts reset social.example:443`,
@@ -269,11 +271,11 @@ its registrations, is probed and comes back.`,
 				case len(hs) == 0 && q.State != "":
 					fmt.Fprintf(w, "No host is %s.\n", q.State)
 				case len(hs) == 0:
-					fmt.Fprintln(w, "No host has failed: herald keeps health only for hosts that have.")
+					fmt.Fprintln(w, "No host has failed or refused a signature scheme: herald keeps a row only for hosts that have.")
 				default:
-					t := tbl.New(w, "HOST", "STATE", "SINCE", "FAILURES", "NEXT PROBE", "HELD", "LAST ERROR")
+					t := tbl.New(w, "HOST", "STATE", "SINCE", "FAILURES", "NEXT PROBE", "HELD", "SCHEME", "LAST ERROR")
 					for _, h := range hs {
-						t.Row(h.Host, h.State, operator.Instant(h.Since), fmt.Sprint(h.Failures), operator.Instant(h.NextProbeAt), fmt.Sprint(h.Held), h.LastError)
+						t.Row(h.Host, h.State, operator.Instant(h.Since), fmt.Sprint(h.Failures), operator.Instant(h.NextProbeAt), fmt.Sprint(h.Held), h.Scheme, h.LastError)
 					}
 					t.Flush()
 				}
