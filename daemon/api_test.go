@@ -331,6 +331,21 @@ func TestAPINotRoutedIsJSON(t *testing.T) {
 	require.Contains(t, errorOf(t, body), "GET or DELETE")
 }
 
+// TestAnAdminRouteAskedOfTheAPIAddressNamesTheAdminAddress: a route the
+// other address serves (evidence, hosts, skip: the admin address's) is a
+// 404 that says where to send it, not only that this address lacks it.
+func TestAnAdminRouteAskedOfTheAPIAddressNamesTheAdminAddress(t *testing.T) {
+	srv := apiServer(t, memory.New(), "")
+	for _, c := range []struct{ method, path string }{
+		{http.MethodGet, "/v1/evidence?stream=s&id=x"}, {http.MethodGet, "/v1/hosts"}, {http.MethodPost, "/v1/registration/skip?stream=s&id=x&to_seq=2"},
+	} {
+		code, body := call(t, srv, c.method, c.path, "", "", "")
+		require.Equal(t, http.StatusNotFound, code, c.path)
+		path, _, _ := strings.Cut(c.path, "?")
+		require.Equal(t, path+" is served on the admin address (herald run --admin-addr), not on this one", errorOf(t, body))
+	}
+}
+
 // A request's own text shown in a refusal (a path, a query parameter's
 // name, a method) is cut as every value a refusal shows is (journal.Shown):
 // 30 KB of it was answered whole.
