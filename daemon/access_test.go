@@ -35,6 +35,8 @@ const (
 	ours   = "tenant/42/orders"
 	theirs = "tenant/420/orders"
 	absent = "tenant/42/nothing"
+	// nowhere, out of our scope, does not exist.
+	nowhere = "tenant/421/orders"
 )
 
 // tenantsStore holds, in ours and theirs, three records (ids "<stream>#n")
@@ -155,7 +157,9 @@ var streamRoutes = []routeCase{
 // about one stream, a token scoped to tenant/42/ acts on its own, and gets
 // for another tenant's registration or record the very answer it gets for
 // one of its own that does not exist (404, nothing told), changing nothing
-// of theirs.
+// of theirs. A create there (an append, a registration) is the same 404,
+// saying the token creates only under its scope, whether theirs exists or
+// not.
 func TestScopedTokenCannotSeeOrTouchAnotherTenantsStreams(t *testing.T) {
 	for _, c := range streamRoutes {
 		t.Run(c.pattern+" "+c.name, func(t *testing.T) {
@@ -169,6 +173,12 @@ func TestScopedTokenCannotSeeOrTouchAnotherTenantsStreams(t *testing.T) {
 			if !c.creates {
 				_, none := c.do(t, admin, api, tok, absent)
 				require.Equal(t, strings.ReplaceAll(none, absent, theirs), got, "the same answer as for a stream of its own that does not exist")
+			} else {
+				// A create on its own absent stream makes it: the refusal says
+				// why, the same whether theirs exists or not.
+				require.Contains(t, got, "only on streams under its scope (tenant/42/)")
+				_, none := c.do(t, admin, api, tok, nowhere)
+				require.Equal(t, strings.ReplaceAll(none, nowhere, theirs), got, "the same answer as for another's stream that does not exist")
 			}
 			require.Equal(t, before, snapshot(t, s, theirs), "nothing of theirs changed")
 

@@ -326,7 +326,7 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 	}
 	tok := operator.TokenOf(r.Context())
 	if !tok.Sees(reg.Stream) {
-		return nil, store.NotFound(reg.Stream, reg.ID)
+		return nil, operator.Outside(tok, store.NotFound(reg.Stream, reg.ID))
 	}
 	if err := operator.CheckHeldKey(r.Context(), scope(r, d.store), tok, reg); err != nil {
 		return nil, err
