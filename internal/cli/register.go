@@ -579,10 +579,10 @@ and rotates that. --expire-old is 0 (the old ones stop at once) to %v.`, webhook
 			}
 			return c.print(v, func(w io.Writer) {
 				fmt.Fprintf(w, "Rotated the secret of %s.\n", store.Name(stream, id))
-				if v.OldUntil.IsZero() {
+				if v.OldSecretsUntil.IsZero() {
 					fmt.Fprintln(w, "The old secrets stopped signing.")
 				} else {
-					fmt.Fprintf(w, "The old secrets sign beside it until %s.\n", operator.Instant(v.OldUntil))
+					fmt.Fprintf(w, "The old secrets sign beside it until %s.\n", operator.Instant(v.OldSecretsUntil))
 				}
 				fmt.Fprintf(w, "The new secret, shown this once (give it to the receiver):\n%s\n", v.Secret)
 			})

@@ -12,12 +12,11 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-// RotatedView answers a secret's rotation: the registration, its new
-// secret (shown in this answer only) and until when the old ones sign.
+// RotatedView answers a secret's rotation: the registration, with until
+// when the old secrets sign, and its new secret (shown in this answer only).
 type RotatedView struct {
 	RegistrationView
-	Secret   string    `json:"secret"`
-	OldUntil time.Time `json:"old_secrets_until,omitzero"` // absent: they stopped at once
+	Secret string `json:"secret"`
 }
 
 // RotateSecret gives webhook registration stream/id a new secret
@@ -48,11 +47,7 @@ func RotateSecret(ctx context.Context, s store.Store, stream, id string, now tim
 	if err != nil {
 		return RotatedView{}, err
 	}
-	out := RotatedView{RegistrationView: Held(nil).View(st), Secret: secret}
-	if expireOld > 0 {
-		out.OldUntil = now.Add(expireOld).UTC()
-	}
-	return out, nil
+	return RotatedView{RegistrationView: Held(nil).View(st), Secret: secret}, nil
 }
 
 // webhookSansSecrets decodes reg's config as a webhook config without
