@@ -450,3 +450,30 @@ func TestTokenScopeCoveringHeraldsOwnStreamsUnsaidIsRefused(t *testing.T) {
 		require.Equal(t, http.StatusCreated, code, body)
 	}
 }
+
+// TestAPauseOrResendByATokenNamesIt: a pause, resume or resend asked with
+// a token of herald tokens create and no ?by= is recorded as that token's
+// (name and id), so that the evidence says which tenant or service it was;
+// a ?by= still names whom it says.
+func TestAPauseOrResendByATokenNamesIt(t *testing.T) {
+	s := tenantsStore(t)
+	admin, api := tenantServers(t, s)
+	secret := tokenIn(t, s, store.RoleOperator, "tenant/42/")
+	toks, err := s.Tokens(t.Context())
+	require.NoError(t, err)
+	require.Len(t, toks, 1)
+	who := "operator tenant/42/ (" + toks[0].ID + ")"
+	k := url.Values{"stream": {ours}, "id": {"billing"}}
+
+	mustCall(t, api, "POST", "/v1/registration/pause", secret, k)
+	mustCall(t, admin, "POST", "/v1/registration/resume", secret, k)
+	mustCall(t, api, "POST", "/v1/registration/pause", secret, keyAnd("by", "alice")(ours))
+	evs, err := s.Evidence(t.Context(), ours, "billing", 3)
+	require.NoError(t, err)
+	require.Equal(t, []string{"paused by alice", "resumed by " + who, "paused by " + who}, []string{evs[0].Error, evs[1].Error, evs[2].Error})
+	code, body := adminCall(t, api, "POST", "/v1/registration/resend", secret, keyAnd("seq", "1")(ours))
+	require.Equal(t, http.StatusAccepted, code, body)
+	var resend struct{ By string }
+	require.NoError(t, json.Unmarshal([]byte(body), &resend))
+	require.Equal(t, who, resend.By)
+}

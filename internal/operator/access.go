@@ -189,6 +189,17 @@ func WithToken(ctx context.Context, tok store.Token) context.Context {
 	return context.WithValue(ctx, tokenKey{}, tok)
 }
 
+// ActedBy is who a pause, resume or resend asked with tok names when it
+// names nobody: a token made by herald tokens create, by its name and id
+// (so that the evidence says which tenant or service it was); else "an
+// operator (where)".
+func ActedBy(tok store.Token, where string) string {
+	if strings.HasPrefix(tok.ID, "tok_") {
+		return fmt.Sprintf("%s (%s)", tok.Name, tok.ID)
+	}
+	return "an operator (" + where + ")"
+}
+
 // TokenOf is the token ctx carries (WithToken), or the zero Token, which
 // has no role and no scope.
 func TokenOf(ctx context.Context) store.Token {
