@@ -383,7 +383,7 @@ func (d *Daemon) postSubscription(r *http.Request) (any, error) {
 	if err := sub.Validate(); err != nil {
 		return nil, apiFields(err)
 	}
-	st, secret, err := operator.Subscribe(r.Context(), scope(r, d.store), wk.Check, sub)
+	st, secret, err := operator.Subscribe(r.Context(), scope(r, d.store), wk.Check, sub, req.From != "")
 	if err != nil {
 		return nil, apiFields(err)
 	}

@@ -900,8 +900,9 @@ func TestAPITraceReachesTheReceiver(t *testing.T) {
 
 // POST /v1/subscriptions follows the streams under a prefix, existing and
 // future; GET lists it as one with its streams' cursors on request; DELETE
-// removes every registration it made; bad prefixes are a 400 naming the
-// field, storing nothing.
+// removes every registration it made; bad prefixes, and another from than
+// the subscription was made with, are a 400 naming the field, storing
+// nothing.
 func TestAPISubscriptionByStreamPrefix(t *testing.T) {
 	s := memory.New()
 	srv := apiServer(t, s, "")
@@ -939,6 +940,15 @@ func TestAPISubscriptionByStreamPrefix(t *testing.T) {
 		require.Equal(t, "tenant/42/", r.Subscription)
 	}
 	require.Equal(t, map[string]uint64{"tenant/42/orders": 2, "tenant/42/invoices": 1}, cursors)
+
+	// Where its existing streams started is set when it is made.
+	code, got = post(t, srv, "/v1/subscriptions", body("tenant/42/", `"from": "start",`))
+	require.Equal(t, http.StatusBadRequest, code, got)
+	require.Contains(t, errorOf(t, got), "invalid from: is start, but stream_prefix=tenant/42/ id=t42 exists, its streams started from head")
+	code, got = post(t, srv, "/v1/subscriptions", body("tenant/42/", ""))
+	require.Equal(t, http.StatusOK, code, got)
+	require.NoError(t, json.Unmarshal([]byte(got), &v))
+	require.Equal(t, "head", v.From, "an update without from keeps it")
 
 	code, got = call(t, srv, http.MethodDelete, "/v1/subscription?stream_prefix=tenant/42/&id=t42", "", "", "")
 	require.Equal(t, http.StatusOK, code, got)

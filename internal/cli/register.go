@@ -102,7 +102,8 @@ is refused), each with its own cursor and order. Streams that exist start at
 their oldest record (--from start, the default) or past their head (--from
 head); a stream created later is picked up in the transaction that creates
 it, at its first record. Registering the prefix again updates every one of
-its registrations; herald unregister --stream-prefix removes them all;
+its registrations (its --from stays as it was made: another is refused);
+herald unregister --stream-prefix removes them all;
 herald subscriptions lists them.
 
 --retry-schedule, --max-attempts and --retry-for are the registration's own
@@ -507,7 +508,7 @@ func retainMaxDefaults() string {
 
 // subscribe is register --stream-prefix: r is the template.
 func subscribe(c *call, e *env, r push.Registration, prefix string, fromHead bool) error {
-	st, secret, err := operator.Subscribe(c.ctx(), c.b, nil, store.SubscriptionOf(prefix, r, fromHead))
+	st, secret, err := operator.Subscribe(c.ctx(), c.b, nil, store.SubscriptionOf(prefix, r, fromHead), c.changed("from"))
 	if err != nil {
 		return err
 	}

@@ -91,9 +91,12 @@ func MakeSecret(reg store.Registration) (store.Registration, string) {
 // registration of it signs with, returned to be shown once. It is written
 // through s.Subscribe over what was read, and read again when that changed
 // meanwhile, as Register does, so that another register of the prefix
-// (its secret shown) is never undone. Errors are check's and s's;
-// journal.ErrConflict when it changed under every read.
-func Subscribe(ctx context.Context, s store.Subscriber, check func(store.Registration) error, sub store.Subscription) (st store.SubscriptionStatus, secret string, err error) {
+// (its secret shown) is never undone. Where an existing subscription's
+// streams started is history, kept by an update: fromAsked (from was given,
+// not defaulted) with another sub.FromHead is refused. Errors are check's
+// and s's; journal.ErrInvalid naming "from"; journal.ErrConflict when it
+// changed under every read.
+func Subscribe(ctx context.Context, s store.Subscriber, check func(store.Registration) error, sub store.Subscription, fromAsked bool) (st store.SubscriptionStatus, secret string, err error) {
 	err = retryConflicts("subscription "+store.SubscriptionName(sub.Prefix, sub.ID), func() error {
 		list, err := s.Subscriptions(ctx, sub.Prefix)
 		if err != nil {
@@ -104,6 +107,10 @@ func Subscribe(ctx context.Context, s store.Subscriber, check func(store.Registr
 			if l.Prefix == sub.Prefix && l.ID == sub.ID {
 				was = l.Subscription
 			}
+		}
+		if fromAsked && was.ID != "" && was.FromHead != sub.FromHead {
+			return journal.Invalid("from", "is %s, but %s exists, its streams started from %s: from is set when a subscription is made (unregister the prefix and register it again to change it); nothing changed",
+				fromName(sub.FromHead), store.SubscriptionName(sub.Prefix, sub.ID), fromName(was.FromHead))
 		}
 		r, made, _ := keepOrMakeSecret(sub.Template(sub.Prefix), func() (store.Registration, error) {
 			if was.ID == "" {
@@ -126,6 +133,14 @@ func Subscribe(ctx context.Context, s store.Subscriber, check func(store.Registr
 		return store.SubscriptionStatus{}, "", err
 	}
 	return st, secret, nil
+}
+
+// fromName is a subscription's from as register and the API name it.
+func fromName(head bool) string {
+	if head {
+		return "head"
+	}
+	return "start"
 }
 
 // keepOrMakeSecret is theirs: was reads what reg updates (journal.ErrNotFound:
