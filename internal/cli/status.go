@@ -133,9 +133,10 @@ func newRecordStatus(e *env) command {
 		long: `Show which registrations of a record's stream have acknowledged it (their cursor
 is past it) and which have not, with their state. A cursor is past a record the
 receiver acknowledged (a 2xx), and also past one it was moved over: by herald
-skip, by a rejection its --on-4xx policy skips, or because the record is not of
-the registration's --kinds; herald evidence says which. Name the record by --id,
-or by --stream and --seq. Registrations that completed (acknowledged their
+skip, by a rejection its --on-4xx policy skips, or because its projection made
+no message of it for this receiver (a record not of its --kinds, an activity
+addressed to none of its --actor); herald evidence says which of the first
+two. Name the record by --id, or by --stream and --seq. Registrations that completed (acknowledged their
 stream's final record) are gone and not listed. A record committed but not yet
 numbered (PostgreSQL, with no daemon running) is shown waiting, with the
 registrations that will get it.`,
