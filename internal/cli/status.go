@@ -136,10 +136,10 @@ receiver acknowledged (a 2xx), and also past one it was moved over: by herald
 skip, by a rejection its --on-4xx policy skips, or because its projection made
 no message of it for this receiver (a record not of its --kinds, an activity
 addressed to none of its --actor); herald evidence says which of the first
-two. Name the record by --id, or by --stream and --seq. Registrations that completed (acknowledged their
-stream's final record) are gone and not listed. A record committed but not yet
-numbered (PostgreSQL, with no daemon running) is shown waiting, with the
-registrations that will get it.`,
+two. Name the record by --id, or by --stream and --seq. Registrations that
+completed (acknowledged their stream's final record) are gone and not listed.
+A record committed but not yet numbered (PostgreSQL, with no daemon running)
+is shown waiting, with the registrations that will get it.`,
 		example: `  herald record-status --stream actor/alice --seq 42
   herald record-status --id https://example.com/activities/1 --json`,
 		db: readDB,
