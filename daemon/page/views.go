@@ -395,17 +395,13 @@ func (p *Page) keyDone(w http.ResponseWriter, r *http.Request, what string, err 
 	}
 }
 
-// addKey holds the form's key (key_id, private_key: PEM) as herald keys
-// add does.
-func (p *Page) addKey(w http.ResponseWriter, r *http.Request) {
-	_, err := operator.AddKey(r.Context(), p.store, "key_id", "private_key", r.PostForm.Get("key_id"), []byte(r.PostForm.Get("private_key")), p.now())
-	p.keyDone(w, r, "add-key", err)
-}
-
-// rotateKey makes the form's PEM key_id's, as herald keys rotate does.
-func (p *Page) rotateKey(w http.ResponseWriter, r *http.Request) {
-	_, err := operator.RotateKey(r.Context(), p.store, "key_id", "private_key", r.PostForm.Get("key_id"), []byte(r.PostForm.Get("private_key")), p.now())
-	p.keyDone(w, r, "rotate-key", err)
+// putKey holds the form's key (key_id, private_key: PEM) by put, as herald
+// keys add (operator.AddKey) or rotate (RotateKey) does; what names the action.
+func (p *Page) putKey(what string, put func(context.Context, operator.KeyStore, string, string, string, []byte, time.Time) (operator.KeyView, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		_, err := put(r.Context(), p.store, "key_id", "private_key", r.PostForm.Get("key_id"), []byte(r.PostForm.Get("private_key")), p.now())
+		p.keyDone(w, r, what, err)
+	}
 }
 
 // removeKey removes key_id as herald keys remove does: refused while

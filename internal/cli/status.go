@@ -267,19 +267,12 @@ RFC 9421; README, "ActivityPub signatures"); such a host is listed too.`,
 			if hs == nil {
 				hs = []store.Host{}
 			}
-			return c.print(hs, func(w io.Writer) {
-				switch {
-				case len(hs) == 0 && q.State != "":
-					fmt.Fprintf(w, "No host is %s.\n", q.State)
-				case len(hs) == 0:
-					fmt.Fprintln(w, "No host has failed or refused a signature scheme: herald keeps a row only for hosts that have.")
-				default:
-					t := tbl.New(w, "HOST", "STATE", "SINCE", "FAILURES", "NEXT PROBE", "HELD", "SCHEME", "LAST ERROR")
-					for _, h := range hs {
-						t.Row(h.Host, h.State, operator.Instant(h.Since), fmt.Sprint(h.Failures), operator.Instant(h.NextProbeAt), fmt.Sprint(h.Held), h.Scheme, h.LastError)
-					}
-					t.Flush()
-				}
+			empty := "No host has failed or refused a signature scheme: herald keeps a row only for hosts that have."
+			if q.State != "" {
+				empty = fmt.Sprintf("No host is %s.", q.State)
+			}
+			return printTable(c, hs, empty, []string{"HOST", "STATE", "SINCE", "FAILURES", "NEXT PROBE", "HELD", "SCHEME", "LAST ERROR"}, func(h store.Host) []string {
+				return []string{h.Host, h.State, operator.Instant(h.Since), fmt.Sprint(h.Failures), operator.Instant(h.NextProbeAt), fmt.Sprint(h.Held), h.Scheme, h.LastError}
 			})
 		},
 		subcommands: []command{newHostsReset(e)},
