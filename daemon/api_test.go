@@ -329,6 +329,21 @@ func TestAPINotRoutedIsJSON(t *testing.T) {
 	require.Contains(t, errorOf(t, body), "GET or DELETE")
 }
 
+// TestAnAdminRouteAskedOfTheAPIAddressNamesTheAdminAddress: a route the
+// other address serves (evidence, hosts, skip: the admin address's) is a
+// 404 that says where to send it, not only that this address lacks it.
+func TestAnAdminRouteAskedOfTheAPIAddressNamesTheAdminAddress(t *testing.T) {
+	srv := apiServer(t, memory.New(), "")
+	for _, c := range []struct{ method, path string }{
+		{http.MethodGet, "/v1/evidence?stream=s&id=x"}, {http.MethodGet, "/v1/hosts"}, {http.MethodPost, "/v1/registration/skip?stream=s&id=x&to_seq=2"},
+	} {
+		code, body := call(t, srv, c.method, c.path, "", "", "")
+		require.Equal(t, http.StatusNotFound, code, c.path)
+		path, _, _ := strings.Cut(c.path, "?")
+		require.Equal(t, path+" is served on the admin address (herald run --admin-addr), not on this one", errorOf(t, body))
+	}
+}
+
 // A request's own text shown in a refusal (a path, a query parameter's
 // name, a method) is cut as every value a refusal shows is (journal.Shown):
 // 30 KB of it was answered whole.
@@ -883,8 +898,9 @@ func TestAPITraceReachesTheReceiver(t *testing.T) {
 
 // POST /v1/subscriptions follows the streams under a prefix, existing and
 // future; GET lists it as one with its streams' cursors on request; DELETE
-// removes every registration it made; bad prefixes are a 400 naming the
-// field, storing nothing.
+// removes every registration it made; bad prefixes, and another from than
+// the subscription was made with, are a 400 naming the field, storing
+// nothing.
 func TestAPISubscriptionByStreamPrefix(t *testing.T) {
 	s := memory.New()
 	srv := apiServer(t, s, "")
@@ -920,6 +936,15 @@ func TestAPISubscriptionByStreamPrefix(t *testing.T) {
 		require.Equal(t, "tenant/42/", r.Subscription)
 	}
 	require.Equal(t, map[string]uint64{"tenant/42/orders": 2, "tenant/42/invoices": 1}, cursors)
+
+	// Where its existing streams started is set when it is made.
+	code, got = post(t, srv, "/v1/subscriptions", body("tenant/42/", `"from": "start",`))
+	require.Equal(t, http.StatusBadRequest, code, got)
+	require.Contains(t, errorOf(t, got), "invalid from: is start, but stream_prefix=tenant/42/ id=t42 exists, its streams started from head")
+	code, got = post(t, srv, "/v1/subscriptions", body("tenant/42/", ""))
+	require.Equal(t, http.StatusOK, code, got)
+	require.NoError(t, json.Unmarshal([]byte(got), &v))
+	require.Equal(t, "head", v.From, "an update without from keeps it")
 
 	code, got = call(t, srv, http.MethodDelete, "/v1/subscription?stream_prefix=tenant/42/&id=t42", "", "", "")
 	require.Equal(t, http.StatusOK, code, got)

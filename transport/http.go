@@ -227,6 +227,9 @@ func (t *HTTP) Deliver(ctx context.Context, reg push.Registration, msg push.Mess
 		out, err = t.knock(ctx, reg, msg, g, at)
 	} else {
 		out, err = t.attempt(ctx, reg, msg, at)
+		if ok && err == nil && refusedSignature(out) {
+			out = t.signsNoSchemeOfTheHost(ctx, reg, g, out, at)
+		}
 	}
 	if err != nil {
 		return push.Outcome{}, err

@@ -184,12 +184,13 @@ type act struct {
 	Rate                                 store.Rate    // of set-rate: zero for no limit
 }
 
-// parseAct reads an action from a form or a query. Errors name the field.
-func parseAct(v url.Values) (act, error) {
+// parseAct reads an action from a form or a query, by defaulting to who
+// acts. Errors name the field.
+func parseAct(v url.Values, by string) (act, error) {
 	a := act{Action: v.Get("action"), Stream: v.Get("stream"), ID: v.Get("id"), Host: v.Get("host"), Reason: v.Get("reason"), By: v.Get("by")}
 	switch a.Action {
 	case "pause", "resume", "resend":
-		a.By = cmp.Or(a.By, "an operator (page)")
+		a.By = cmp.Or(a.By, by)
 		if err := store.ValidatePause(a.By, a.Reason); err != nil {
 			return a, err
 		}
@@ -249,7 +250,7 @@ func parseAct(v url.Values) (act, error) {
 // allowedAct is parseAct of v, refused (operator.ErrForbidden) when the
 // request's token may not do it.
 func allowedAct(r *http.Request, v url.Values) (act, error) {
-	a, err := parseAct(v)
+	a, err := parseAct(v, operator.ActedBy(operator.TokenOf(r.Context()), "page"))
 	if err != nil {
 		return a, err
 	}

@@ -218,16 +218,18 @@ func TestHelpHintFollowsOnlyACommandLineOfTheWrongShape(t *testing.T) {
 
 // A flag or command herald does not have is answered, on one line, with the
 // nearest one it has (a flag the command's own or an inherited one), when
-// one is a typo away.
+// one is a typo away, or the same file's flag with or without "-file".
 func TestAMistypedFlagOrCommandGetsTheNearestOne(t *testing.T) {
 	db := newDB(t)
 	for args, want := range map[string]string{
-		"registraions":             "unknown command \"registraions\" for \"herald\"; did you mean registrations?\n",
-		"frobnicate":               "unknown command \"frobnicate\" for \"herald\"\n",
-		"append --strem s":         "unknown flag: --strem; did you mean --stream?\n",
-		"sweep --namspace webhook": "unknown flag: --namspace; did you mean --namespace?\n",
-		"status --datbase x":       "unknown flag: --datbase; did you mean --database?\n",
-		"status --zzzzzzz":         "unknown flag: --zzzzzzz\n",
+		"registraions":                      "unknown command \"registraions\" for \"herald\"; did you mean registrations?\n",
+		"frobnicate":                        "unknown command \"frobnicate\" for \"herald\"\n",
+		"append --strem s":                  "unknown flag: --strem; did you mean --stream?\n",
+		"sweep --namspace webhook":          "unknown flag: --namspace; did you mean --namespace?\n",
+		"status --datbase x":                "unknown flag: --datbase; did you mean --database?\n",
+		"status --zzzzzzz":                  "unknown flag: --zzzzzzz\n",
+		"keys add --private-key-file k.pem": "unknown flag: --private-key-file; did you mean --private-key?\n",
+		"register --private-key k.pem":      "unknown flag: --private-key; did you mean --private-key-file?\n",
 	} {
 		r := runCLI(t, db, "", strings.Fields(args)...)
 		require.Equal(t, ExitUsage, r.code, args)

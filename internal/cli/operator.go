@@ -349,7 +349,12 @@ registration it made (herald subscriptions lists them).`,
 			return c.print(map[string]any{"unregistered": operator.Held(nil).View(before)}, func(w io.Writer) {
 				fmt.Fprintf(w, "Unregistered %s (%s to %s) at cursor %d, with %s not delivered; its evidence is deleted.\n",
 					store.Name(stream, id), before.Namespace, before.Host(), before.NextSeq, plural(int(before.Lag()), "record"))
-				fmt.Fprintf(w, "To bring it back there: %s\n", registerAgain(e, before))
+				if before.Subscription == "" {
+					fmt.Fprintf(w, "To bring it back there: %s\n", registerAgain(e, before))
+					return
+				}
+				fmt.Fprintf(w, "It was made by the subscription %s, which no longer follows this stream: register the prefix again to have it made anew (where the subscription's --from says), or, to resume at this cursor apart from the subscription: %s\n",
+					store.SubscriptionName(before.Subscription, id), registerAgain(e, before))
 			})
 		},
 	}

@@ -102,7 +102,8 @@ is refused), each with its own cursor and order. Streams that exist start at
 their oldest record (--from start, the default) or past their head (--from
 head); a stream created later is picked up in the transaction that creates
 it, at its first record. Registering the prefix again updates every one of
-its registrations; herald unregister --stream-prefix removes them all;
+its registrations (its --from stays as it was made: another is refused);
+herald unregister --stream-prefix removes them all;
 herald subscriptions lists them.
 
 --retry-schedule, --max-attempts and --retry-for are the registration's own
@@ -507,7 +508,7 @@ func retainMaxDefaults() string {
 
 // subscribe is register --stream-prefix: r is the template.
 func subscribe(c *call, e *env, r push.Registration, prefix string, fromHead bool) error {
-	st, secret, err := operator.Subscribe(c.ctx(), c.b, nil, store.SubscriptionOf(prefix, r, fromHead))
+	st, secret, err := operator.Subscribe(c.ctx(), c.b, nil, store.SubscriptionOf(prefix, r, fromHead), c.changed("from"))
 	if err != nil {
 		return err
 	}
@@ -586,10 +587,10 @@ and rotates that. --expire-old is 0 (the old ones stop at once) to %v.`, webhook
 			}
 			return c.print(v, func(w io.Writer) {
 				fmt.Fprintf(w, "Rotated the secret of %s.\n", store.Name(stream, id))
-				if v.OldUntil.IsZero() {
+				if v.OldSecretsUntil.IsZero() {
 					fmt.Fprintln(w, "The old secrets stopped signing.")
 				} else {
-					fmt.Fprintf(w, "The old secrets sign beside it until %s.\n", operator.Instant(v.OldUntil))
+					fmt.Fprintf(w, "The old secrets sign beside it until %s.\n", operator.Instant(v.OldSecretsUntil))
 				}
 				fmt.Fprintf(w, "The new secret, shown this once (give it to the receiver):\n%s\n", v.Secret)
 			})

@@ -451,11 +451,17 @@ func flagError(c *cobra.Command, err error) error {
 func (v *intValue[T]) rangeWords() string { return v.words }
 
 // nearestFlag is the flag of c (its own and those it inherits) whose name is
-// fewest edits from name, if at most two (one for a short name), else "".
+// fewest edits from name, if at most two (one for a short name), else "";
+// a file's flag named with or without "-file" is nearest (register's
+// --private-key-file is keys add's --private-key).
 func nearestFlag(c *cobra.Command, name string) string {
 	best, bestD := "", min(2, len(name)/3)
 	visit := func(f *pflag.Flag) {
-		if d := editDistance(name, f.Name); d <= bestD && (best == "" || d < bestD || f.Name < best) {
+		d := editDistance(name, f.Name)
+		if strings.TrimSuffix(name, "-file") == strings.TrimSuffix(f.Name, "-file") {
+			d = 0
+		}
+		if d <= bestD && (best == "" || d < bestD || f.Name < best) {
 			best, bestD = f.Name, d
 		}
 	}

@@ -92,7 +92,11 @@ SQLite --database is made for it, as keys add makes one.`,
 					fmt.Fprintf(w, ", scoped to %s", tbl.Cell(strings.Join(ct.Scope, " ")))
 				}
 				fmt.Fprintf(w, "). Its secret, shown this once:\n%s\n", ct.Secret)
-				fmt.Fprintf(w, "Send it as Authorization: Bearer …, or log in to the page with it; %s ends it.\n", e.hint("tokens revoke "+ct.ID))
+				use := "Send it as Authorization: Bearer …, or log in to the page with it (herald run asks for a login when HERALD_ADMIN_TOKEN is set)"
+				if ct.Role == store.RoleProducer {
+					use = "Send it as Authorization: Bearer … to the API address (herald run --api-addr) to append; the page needs a reader's token or more"
+				}
+				fmt.Fprintf(w, "%s; %s ends it.\n", use, e.hint("tokens revoke "+ct.ID))
 			})
 		},
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/activitypub"
+	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/transport"
 )
@@ -62,6 +63,10 @@ type RegistrationView struct {
 	ClientCert       bool       `json:"client_cert,omitempty"`
 	Proxy            string     `json:"proxy,omitempty"`
 	SignatureScheme  string     `json:"signature_scheme,omitempty"` // activitypub.ShownScheme
+	// Secrets counts a webhook's signing secrets; OldSecretsUntil is when
+	// the last secret a rotation retired stops signing (zero: none).
+	Secrets         int       `json:"secrets,omitempty"`
+	OldSecretsUntil time.Time `json:"old_secrets_until,omitzero"`
 }
 
 // retryView returns p as shown, nil for the zero policy (the namespace's).
@@ -167,6 +172,16 @@ func (held Held) View(s store.Status) RegistrationView {
 	}
 	if s.Namespace == activitypub.Namespace {
 		v.SignatureScheme = activitypub.ShownScheme(s.Config)
+	}
+	if s.Namespace == webhook.Namespace {
+		if c, err := webhook.ParseConfig(s.Config); err == nil {
+			v.Secrets = len(c.Secrets)
+			for _, r := range c.Retiring {
+				if r.Until.After(v.OldSecretsUntil) {
+					v.OldSecretsUntil = r.Until.UTC()
+				}
+			}
+		}
 	}
 	v.Retry = retryView(s.Retry)
 	if s.Attempts > 0 {
