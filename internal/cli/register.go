@@ -260,9 +260,7 @@ each of its streams has a registration of its own.`, push.DefaultMaxPerHost, ret
 				for _, n := range notes {
 					fmt.Fprintln(w, n+".")
 				}
-				if st.Parked {
-					fmt.Fprintln(w, "It is still parked: herald unpark resumes it.")
-				}
+				stillParked(w, st)
 				if generated != "" {
 					fmt.Fprintf(w, "Its signing secret, shown this once (give it to the receiver):\n%s\n", generated)
 				}
