@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"sync"
@@ -83,7 +84,7 @@ func (c *certFiles) get() (*tls.Certificate, error) {
 	if c.loaded != nil && ci.ModTime().Equal(c.certAt) && ki.ModTime().Equal(c.keyAt) {
 		return c.loaded, nil
 	}
-	pair, err := tls.LoadX509KeyPair(c.cert, c.key)
+	pair, err := loadPair(c.cert, c.key)
 	if err != nil {
 		return c.keep(fmt.Errorf("TLS certificate %s and key %s: %w", c.cert, c.key, err))
 	}
@@ -103,6 +104,30 @@ func (c *certFiles) keep(err error) (*tls.Certificate, error) {
 		c.warn(err)
 	}
 	return c.loaded, nil
+}
+
+// maxTLSFileBytes bounds a certificate or key file: a chain is a few KiB,
+// and a device named by mistake (/dev/zero) must not fill memory.
+const maxTLSFileBytes = 1 << 20
+
+// loadPair is tls.LoadX509KeyPair with each file read to maxTLSFileBytes.
+func loadPair(certFile, keyFile string) (tls.Certificate, error) {
+	var pem [2][]byte
+	for i, name := range []string{certFile, keyFile} {
+		f, err := os.Open(name)
+		if err != nil {
+			return tls.Certificate{}, err
+		}
+		pem[i], err = io.ReadAll(io.LimitReader(f, maxTLSFileBytes+1))
+		f.Close()
+		switch {
+		case err != nil:
+			return tls.Certificate{}, err
+		case len(pem[i]) > maxTLSFileBytes:
+			return tls.Certificate{}, fmt.Errorf("%s is longer than %d bytes: not a PEM file", name, maxTLSFileBytes)
+		}
+	}
+	return tls.X509KeyPair(pem[0], pem[1])
 }
 
 // config is the servers' TLS configuration over c: TLS 1.2 at least.

@@ -197,3 +197,18 @@ func TestARenewalThatLeavesNoPairKeepsTheLastOneAndSaysSo(t *testing.T) {
 	served("the good key back")
 	require.Equal(t, 3, strings.Count(logs.String(), "serving the last good pair"), logs.String())
 }
+
+// A certificate or key file longer than maxTLSFileBytes is refused naming
+// it, having read no more: --tls-cert naming a device (/dev/zero) or a log
+// must not fill memory.
+func TestATLSFileLongerThanAnyPEMIsRefused(t *testing.T) {
+	certFile, keyFile, _ := selfSigned(t, t.TempDir())
+	big := filepath.Join(t.TempDir(), "big.pem")
+	require.NoError(t, os.WriteFile(big, make([]byte, maxTLSFileBytes+1), 0o600))
+	for _, pair := range [][2]string{{big, keyFile}, {certFile, big}} {
+		err := LoadTLS(pair[0], pair[1])
+		require.ErrorContains(t, err, big)
+		require.ErrorContains(t, err, "is longer than")
+	}
+	require.NoError(t, LoadTLS(certFile, keyFile))
+}
