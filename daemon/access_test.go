@@ -35,6 +35,8 @@ const (
 	ours   = "tenant/42/orders"
 	theirs = "tenant/420/orders"
 	absent = "tenant/42/nothing"
+	// nowhere, out of our scope, does not exist.
+	nowhere = "tenant/421/orders"
 )
 
 // tenantsStore holds, in ours and theirs, three records (ids "<stream>#n")
@@ -155,7 +157,9 @@ var streamRoutes = []routeCase{
 // about one stream, a token scoped to tenant/42/ acts on its own, and gets
 // for another tenant's registration or record the very answer it gets for
 // one of its own that does not exist (404, nothing told), changing nothing
-// of theirs.
+// of theirs. A create there (an append, a registration) is the same 404,
+// saying the token creates only under its scope, whether theirs exists or
+// not.
 func TestScopedTokenCannotSeeOrTouchAnotherTenantsStreams(t *testing.T) {
 	for _, c := range streamRoutes {
 		t.Run(c.pattern+" "+c.name, func(t *testing.T) {
@@ -169,6 +173,12 @@ func TestScopedTokenCannotSeeOrTouchAnotherTenantsStreams(t *testing.T) {
 			if !c.creates {
 				_, none := c.do(t, admin, api, tok, absent)
 				require.Equal(t, strings.ReplaceAll(none, absent, theirs), got, "the same answer as for a stream of its own that does not exist")
+			} else {
+				// A create on its own absent stream makes it: the refusal says
+				// why, the same whether theirs exists or not.
+				require.Contains(t, got, "only on streams under its scope (tenant/42/)")
+				_, none := c.do(t, admin, api, tok, nowhere)
+				require.Equal(t, strings.ReplaceAll(none, nowhere, theirs), got, "the same answer as for another's stream that does not exist")
 			}
 			require.Equal(t, before, snapshot(t, s, theirs), "nothing of theirs changed")
 
@@ -439,4 +449,31 @@ func TestTokenScopeCoveringHeraldsOwnStreamsUnsaidIsRefused(t *testing.T) {
 		code, body := create(scope)
 		require.Equal(t, http.StatusCreated, code, body)
 	}
+}
+
+// TestAPauseOrResendByATokenNamesIt: a pause, resume or resend asked with
+// a token of herald tokens create and no ?by= is recorded as that token's
+// (name and id), so that the evidence says which tenant or service it was;
+// a ?by= still names whom it says.
+func TestAPauseOrResendByATokenNamesIt(t *testing.T) {
+	s := tenantsStore(t)
+	admin, api := tenantServers(t, s)
+	secret := tokenIn(t, s, store.RoleOperator, "tenant/42/")
+	toks, err := s.Tokens(t.Context())
+	require.NoError(t, err)
+	require.Len(t, toks, 1)
+	who := "operator tenant/42/ (" + toks[0].ID + ")"
+	k := url.Values{"stream": {ours}, "id": {"billing"}}
+
+	mustCall(t, api, "POST", "/v1/registration/pause", secret, k)
+	mustCall(t, admin, "POST", "/v1/registration/resume", secret, k)
+	mustCall(t, api, "POST", "/v1/registration/pause", secret, keyAnd("by", "alice")(ours))
+	evs, err := s.Evidence(t.Context(), ours, "billing", 3)
+	require.NoError(t, err)
+	require.Equal(t, []string{"paused by alice", "resumed by " + who, "paused by " + who}, []string{evs[0].Error, evs[1].Error, evs[2].Error})
+	code, body := adminCall(t, api, "POST", "/v1/registration/resend", secret, keyAnd("seq", "1")(ours))
+	require.Equal(t, http.StatusAccepted, code, body)
+	var resend struct{ By string }
+	require.NoError(t, json.Unmarshal([]byte(body), &resend))
+	require.Equal(t, who, resend.By)
 }

@@ -190,7 +190,7 @@ func TestAdminAPIErrorsAreJSON(t *testing.T) {
 		want         string
 	}{
 		{http.MethodGet, "/v1/nope", nil, http.StatusNotFound, "no such endpoint at this address: /v1/nope (README, \"The command and the operator's guide\", lists the admin address's routes"},
-		{http.MethodGet, "/v1/registration", url.Values{"stream": {"orders"}, "id": {"billing"}}, http.StatusNotFound, "no such endpoint at this address: /v1/registration"}, // the HTTP API's
+		{http.MethodGet, "/v1/registration", url.Values{"stream": {"orders"}, "id": {"billing"}}, http.StatusNotFound, "/v1/registration is served on the API address (herald run --api-addr), not on this one"}, // the HTTP API's
 		{http.MethodGet, "/v1/hosts", url.Values{"bogus": {"1"}}, http.StatusBadRequest, "invalid bogus: is not a parameter of /v1/hosts"},
 		{http.MethodGet, "/v1/registrations", url.Values{"stream": {"a\x1b[31m"}}, http.StatusBadRequest, "invalid stream: has a control character U+001B"},
 		{http.MethodGet, "/v1/registrations", url.Values{"after_stream": {"orders"}}, http.StatusBadRequest, "invalid after_id: is missing: a list after a registration takes its stream and its id"},

@@ -60,11 +60,11 @@ func (d *Daemon) apiRoutes() map[string]endpoint {
 			if err != nil {
 				return nil, err
 			}
-			streams := q.Get("streams")
-			if streams != "" && streams != "true" && streams != "false" {
-				return nil, journal.Invalid("streams", "%q must be true or false", streams)
+			streams, err := boolParam(q, "streams")
+			if err != nil {
+				return nil, err
 			}
-			return operator.Subscriptions(r.Context(), scope(r, d.store), q.Get("stream_prefix"), streams == "true")
+			return operator.Subscriptions(r.Context(), scope(r, d.store), q.Get("stream_prefix"), streams)
 		}),
 		"DELETE /v1/subscription": endpoint(func(r *http.Request) (any, error) {
 			q, err := strictQuery(r, "a subscription is named by ?stream_prefix=…&id=…", "stream_prefix", "id")
@@ -329,7 +329,7 @@ func (d *Daemon) postRegistration(r *http.Request) (any, error) {
 	}
 	tok := operator.TokenOf(r.Context())
 	if !tok.Sees(reg.Stream) {
-		return nil, store.NotFound(reg.Stream, reg.ID)
+		return nil, operator.Outside(tok, store.NotFound(reg.Stream, reg.ID))
 	}
 	if err := operator.CheckHeldKey(r.Context(), scope(r, d.store), tok, reg); err != nil {
 		return nil, err
@@ -386,7 +386,7 @@ func (d *Daemon) postSubscription(r *http.Request) (any, error) {
 	if err := sub.Validate(); err != nil {
 		return nil, apiFields(err)
 	}
-	st, secret, err := operator.Subscribe(r.Context(), scope(r, d.store), wk.Check, sub)
+	st, secret, err := operator.Subscribe(r.Context(), scope(r, d.store), wk.Check, sub, req.From != "")
 	if err != nil {
 		return nil, apiFields(err)
 	}
@@ -535,15 +535,15 @@ func unparkOne(db store.Backend, now func() time.Time, woke func(namespace strin
 }
 
 // pauseOne answers POST /v1/registration/pause (resume false) and
-// /resume on both APIs: ?by= names who (default "an operator (API)"),
-// pause's ?reason= why.
+// /resume on both APIs: ?by= names who (default operator.ActedBy), pause's
+// ?reason= why.
 func pauseOne(db store.Backend, resume bool, now func() time.Time, woke func(namespace string)) endpoint {
 	optional := []string{"by", "reason"}
 	if resume {
 		optional = optional[:1]
 	}
 	return keyed(nil, optional, func(r *http.Request, k store.Key, q url.Values) (any, error) {
-		by := cmp.Or(q.Get("by"), "an operator (API)")
+		by := cmp.Or(q.Get("by"), operator.ActedBy(operator.TokenOf(r.Context()), "API"))
 		v, err := operator.Pause(r.Context(), scope(r, db), k.Stream, k.ID, resume, now(), by, q.Get("reason"))
 		if err == nil && resume && v.Changed {
 			woke(v.Namespace)
@@ -553,7 +553,7 @@ func pauseOne(db store.Backend, resume bool, now func() time.Time, woke func(nam
 }
 
 // resendOne answers POST /v1/registration/resend on both APIs: ?seq= the
-// record, ?by= who asks (default "an operator (API)"); it wakes the
+// record, ?by= who asks (default operator.ActedBy); it wakes the
 // registration's worker, which sends it.
 func resendOne(db store.Backend, now func() time.Time, woke func(namespace string)) endpoint {
 	return keyed([]string{"seq"}, []string{"by"}, func(r *http.Request, k store.Key, q url.Values) (any, error) {
@@ -561,7 +561,7 @@ func resendOne(db store.Backend, now func() time.Time, woke func(namespace strin
 		if err != nil || seq == 0 {
 			return nil, journal.Invalid("seq", "%q is not a seq (1, 2, …)", q.Get("seq"))
 		}
-		by := cmp.Or(q.Get("by"), "an operator (API)")
+		by := cmp.Or(q.Get("by"), operator.ActedBy(operator.TokenOf(r.Context()), "API"))
 		v, err := operator.Resend(r.Context(), scope(r, db), k.Stream, k.ID, seq, now(), by)
 		if err == nil {
 			woke(v.Namespace)

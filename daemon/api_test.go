@@ -292,9 +292,7 @@ func TestAPIRefusesAConfigKeyGivenInTwoCases(t *testing.T) {
 	}
 	_, err := s.Get(t.Context(), "orders/1", "billing")
 	require.ErrorIs(t, err, journal.ErrNotFound, "a refused registration is not stored")
-	subs, err := s.Subscriptions(t.Context(), "")
-	require.NoError(t, err)
-	require.Empty(t, subs, "a refused subscription is not stored")
+	requireNoSubscription(t, s, "a refused subscription is not stored")
 
 	code, got := post(t, srv, "/v1/registrations", `{"stream": "orders/1", "id": "billing", "namespace": "webhook", "url": "https://billing.example/", "config": {"Secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`)
 	require.Equal(t, http.StatusCreated, code, "one key in any case is the field, as encoding/json reads it: %s", got)
@@ -329,6 +327,21 @@ func TestAPINotRoutedIsJSON(t *testing.T) {
 	code, body = call(t, srv, http.MethodPut, "/v1/registration?stream=s&id=x", "", "", "")
 	require.Equal(t, http.StatusMethodNotAllowed, code)
 	require.Contains(t, errorOf(t, body), "GET or DELETE")
+}
+
+// TestAnAdminRouteAskedOfTheAPIAddressNamesTheAdminAddress: a route the
+// other address serves (evidence, hosts, skip: the admin address's) is a
+// 404 that says where to send it, not only that this address lacks it.
+func TestAnAdminRouteAskedOfTheAPIAddressNamesTheAdminAddress(t *testing.T) {
+	srv := apiServer(t, memory.New(), "")
+	for _, c := range []struct{ method, path string }{
+		{http.MethodGet, "/v1/evidence?stream=s&id=x"}, {http.MethodGet, "/v1/hosts"}, {http.MethodPost, "/v1/registration/skip?stream=s&id=x&to_seq=2"},
+	} {
+		code, body := call(t, srv, c.method, c.path, "", "", "")
+		require.Equal(t, http.StatusNotFound, code, c.path)
+		path, _, _ := strings.Cut(c.path, "?")
+		require.Equal(t, path+" is served on the admin address (herald run --admin-addr), not on this one", errorOf(t, body))
+	}
 }
 
 // A request's own text shown in a refusal (a path, a query parameter's
@@ -885,8 +898,9 @@ func TestAPITraceReachesTheReceiver(t *testing.T) {
 
 // POST /v1/subscriptions follows the streams under a prefix, existing and
 // future; GET lists it as one with its streams' cursors on request; DELETE
-// removes every registration it made; bad prefixes are a 400 naming the
-// field, storing nothing.
+// removes every registration it made; bad prefixes, and another from than
+// the subscription was made with, are a 400 naming the field, storing
+// nothing.
 func TestAPISubscriptionByStreamPrefix(t *testing.T) {
 	s := memory.New()
 	srv := apiServer(t, s, "")
@@ -900,9 +914,7 @@ func TestAPISubscriptionByStreamPrefix(t *testing.T) {
 		code, got := post(t, srv, "/v1/subscriptions", bad)
 		require.Equal(t, http.StatusBadRequest, code, "%s: %s", bad, got)
 	}
-	list, err := s.Subscriptions(t.Context(), "")
-	require.NoError(t, err)
-	require.Empty(t, list, "refusals store nothing")
+	requireNoSubscription(t, s, "refusals store nothing")
 
 	code, got := post(t, srv, "/v1/subscriptions", body("tenant/42/", `"from": "head",`))
 	require.Equal(t, http.StatusOK, code, got)
@@ -924,6 +936,15 @@ func TestAPISubscriptionByStreamPrefix(t *testing.T) {
 		require.Equal(t, "tenant/42/", r.Subscription)
 	}
 	require.Equal(t, map[string]uint64{"tenant/42/orders": 2, "tenant/42/invoices": 1}, cursors)
+
+	// Where its existing streams started is set when it is made.
+	code, got = post(t, srv, "/v1/subscriptions", body("tenant/42/", `"from": "start",`))
+	require.Equal(t, http.StatusBadRequest, code, got)
+	require.Contains(t, errorOf(t, got), "invalid from: is start, but stream_prefix=tenant/42/ id=t42 exists, its streams started from head")
+	code, got = post(t, srv, "/v1/subscriptions", body("tenant/42/", ""))
+	require.Equal(t, http.StatusOK, code, got)
+	require.NoError(t, json.Unmarshal([]byte(got), &v))
+	require.Equal(t, "head", v.From, "an update without from keeps it")
 
 	code, got = call(t, srv, http.MethodDelete, "/v1/subscription?stream_prefix=tenant/42/&id=t42", "", "", "")
 	require.Equal(t, http.StatusOK, code, got)
@@ -1077,9 +1098,7 @@ func TestAPINamesAWronglyTypedFieldAsTheBodyDoes(t *testing.T) {
 	regs, err := s.List(t.Context(), store.ListQuery{})
 	require.NoError(t, err)
 	require.Empty(t, regs)
-	subs, err := s.Subscriptions(t.Context(), "")
-	require.NoError(t, err)
-	require.Empty(t, subs)
+	requireNoSubscription(t, s)
 }
 
 // TestAPISubscriptionPrefixWithNoRoomForAStreamIsNamed: a stream_prefix of
@@ -1092,9 +1111,7 @@ func TestAPISubscriptionPrefixWithNoRoomForAStreamIsNamed(t *testing.T) {
 	code, body := post(t, srv, "/v1/subscriptions", string(b))
 	require.Equal(t, http.StatusBadRequest, code, body)
 	require.True(t, strings.HasPrefix(errorOf(t, body), "invalid stream_prefix: is 200 bytes"), body)
-	subs, err := s.Subscriptions(t.Context(), "")
-	require.NoError(t, err)
-	require.Empty(t, subs)
+	requireNoSubscription(t, s)
 }
 
 // TestAPIUpdateSaysItsFromSeqIsNotTaken: from_seq on an update (one that
@@ -1123,4 +1140,47 @@ func TestAPIUpdateSaysItsFromSeqIsNotTaken(t *testing.T) {
 	}
 	_, v = reg(`, "from_seq": 2`)
 	require.Empty(t, v.Warnings, "the cursor it names: nothing to say")
+}
+
+// GET /v1/records/status without the record's name refuses naming the
+// parameter it lacks (as strictQuery names an empty one): id, or seq
+// beside a stream, or stream beside a seq.
+func TestAPIRecordStatusRefusalNamesTheMissingParameter(t *testing.T) {
+	srv := apiServer(t, memory.New(), "")
+	for q, want := range map[string]string{
+		"":                "invalid id: is required: name the record by id, or by stream and seq",
+		"id=":             "invalid id: is empty: give it a value or leave it out",
+		"stream=orders/1": "invalid seq: is required with stream: name the record by id, or by stream and seq",
+		"seq=1":           "invalid stream: is required with seq: name the record by id, or by stream and seq",
+		"id=evt-1&seq=1":  "invalid seq: is given with id: name the record by id, or by stream and seq, not both",
+	} {
+		code, body := call(t, srv, http.MethodGet, "/v1/records/status?"+q, "", "", "")
+		require.Equal(t, http.StatusBadRequest, code, "%s: %s", q, body)
+		require.Equal(t, want, errorOf(t, body), q)
+	}
+}
+
+// A JSON null is a JSON value: for a JSON content type it is a payload,
+// stored as the 4 bytes sent, and appending it again is idempotent (as the
+// journal and herald_append take it). For another type "payload" takes a
+// JSON string, and null is none: refused naming the field, nothing written
+// (an absent payload is the way to say no bytes).
+func TestAPIJSONNullIsAPayloadOnlyForAJSONType(t *testing.T) {
+	s := memory.New()
+	srv := apiServer(t, s, "")
+	nullRecord := `{"stream": "orders/1", "records": [{"id": "evt-n", "kind": "order.noted", "payload": null}]}`
+	code, body := post(t, srv, "/v1/records", nullRecord)
+	require.Equal(t, http.StatusCreated, code, body)
+	code, body = post(t, srv, "/v1/records", nullRecord)
+	require.Equal(t, http.StatusOK, code, "the same null again: nothing new: %s", body)
+	rec, err := s.Lookup(t.Context(), "evt-n")
+	require.NoError(t, err)
+	require.Equal(t, "null", string(rec.Payload))
+
+	code, body = post(t, srv, "/v1/records", `{"stream": "orders/1", "records": [{"id": "evt-t", "kind": "order.noted", "content_type": "text/plain", "payload": null}]}`)
+	require.Equal(t, http.StatusBadRequest, code, body)
+	require.Equal(t, `invalid records[0].payload: is a JSON null, but content_type "text/plain" takes a JSON string (its text) or payload_base64 (its bytes)`, errorOf(t, body))
+	head, err := s.Head(t.Context(), "orders/1")
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), head, "nothing written by the refusal")
 }

@@ -95,3 +95,11 @@ func adminGate(s store.TokenStore, token string, now time.Time) gate {
 
 // TestMain starts a throwaway PostgreSQL for the tests that append to one.
 func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// requireNoSubscription fails t unless s holds no subscription, saying why.
+func requireNoSubscription(t *testing.T, s store.Backend, why ...any) {
+	t.Helper()
+	subs, err := s.Subscriptions(t.Context(), "")
+	require.NoError(t, err)
+	require.Empty(t, subs, why...)
+}

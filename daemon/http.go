@@ -132,7 +132,7 @@ func guard(mux *http.ServeMux, g gate, realm, envVar string) http.Handler {
 		}
 		_, pattern := mux.Handler(r)
 		if pattern == "" {
-			notRouted(w, r, mux)
+			notRouted(w, r, mux, realm)
 			return
 		}
 		if err := operator.Allowed(tok, pattern); err != nil {
@@ -160,9 +160,18 @@ func bearer(r *http.Request, token string) bool {
 	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 }
 
+// elsewhere names, by guard's realm, the address that serves the routes of
+// operator.Access that a realm's mux does not.
+var elsewhere = map[string]string{
+	"herald api":     "the admin address (herald run --admin-addr)",
+	"herald admin":   "the API address (herald run --api-addr)",
+	"herald metrics": "the admin or API address",
+}
+
 // notRouted answers a request no route serves: 405 with Allow when the path
-// is served for other methods, else 404.
-func notRouted(w http.ResponseWriter, r *http.Request, mux *http.ServeMux) {
+// is served for other methods, else 404, naming the address that serves it
+// when the other one does.
+func notRouted(w http.ResponseWriter, r *http.Request, mux *http.ServeMux, realm string) {
 	var allow []string
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
 		probe := r.Clone(r.Context())
@@ -178,6 +187,12 @@ func notRouted(w http.ResponseWriter, r *http.Request, mux *http.ServeMux) {
 	}
 	if strings.HasPrefix(r.URL.Path, "/v1/") {
 		// The admin address and the API address serve different routes.
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+			if _, ok := operator.Access[m+" "+r.URL.Path]; ok && elsewhere[realm] != "" {
+				refuse(w, http.StatusNotFound, "%s is served on %s, not on this one", r.URL.Path, elsewhere[realm])
+				return
+			}
+		}
 		refuse(w, http.StatusNotFound, "no such endpoint at this address: %s (README, \"The command and the operator's guide\", lists the admin address's routes; GET /v1/openapi.json the API address's)", journal.Shown(r.URL.Path))
 		return
 	}

@@ -320,7 +320,7 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 	try(guarded, guarded.Client(), "POST", "/v1/registrations", json, testToken, strings.Replace(reg, "https:", "http:", 1), 201)
 	try(contended, contended.Client(), "POST", "/v1/registration/rotate-secret?stream=orders/1&id=billing", "", testToken, "", 409)
 	try(contended, contended.Client(), "POST", "/v1/registrations", json, testToken, reg, 409)
-	_, err = churned.Store.Subscribe(t.Context(), store.Subscription{Prefix: "tenant/9/", ID: "t9", Namespace: "webhook", URL: "https://t9.example/"}, store.Subscription{})
+	_, err = churned.Store.Subscribe(t.Context(), store.Subscription{Prefix: "tenant/9/", ID: "t9", Namespace: "webhook", URL: "https://t9.example/", FromHead: true}, store.Subscription{})
 	require.NoError(t, err)
 	try(contended, contended.Client(), "POST", "/v1/subscriptions", json, testToken, subReq, 409)
 

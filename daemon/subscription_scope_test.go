@@ -254,4 +254,20 @@ func TestSubscribeNamesTheStreamsATenantsRegistrationOfItsIDKeptFromIt(t *testin
 		require.Equal(t, 2, got.SkippedStreams)
 		require.Equal(t, 2, got.Streams, "tenant/42/other and tenant/7/a")
 	}
+
+	// The list with its streams names them the same way; without, as
+	// before, nothing but the count.
+	for q, want := range map[string][]string{"?streams=true": {"tenant/42/new", "tenant/42/orders"}, "": nil} {
+		code, body := call(t, api, http.MethodGet, "/v1/subscriptions"+q, "", testToken, "")
+		require.Equal(t, http.StatusOK, code, body)
+		var list []struct {
+			ID             string
+			Skipped        []string
+			SkippedStreams int `json:"skipped_streams"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(body), &list))
+		require.Len(t, list, 1, body)
+		require.Equal(t, want, list[0].Skipped, "%s: %s", q, body)
+		require.Equal(t, len(want), list[0].SkippedStreams, "%s: %s", q, body)
+	}
 }

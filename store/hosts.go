@@ -60,6 +60,10 @@ type Host struct {
 	// Held counts the registrations held for the host (unparked, with work,
 	// host not up); set by Hosts only.
 	Held int `json:"held"`
+	// Scheme is the signature scheme the host accepted after refusing
+	// another, learned at SchemeAt (HostSchemes); set by Hosts only.
+	Scheme   string    `json:"signature_scheme,omitempty"`
+	SchemeAt time.Time `json:"scheme_at,omitzero"`
 }
 
 // HostFailure is a host-level failure of a claimed registration's delivery.

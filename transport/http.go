@@ -191,7 +191,7 @@ func (t *HTTP) newClient(k clientKey, cert *tls.Certificate) *http.Client {
 		// Transport's own timeouts stay unset.
 		Transport: &http.Transport{
 			Proxy:                  nil, // the dialer tunnels through a proxy itself, after the guard's check
-			DialContext:            dial,
+			DialContext:            heardDial(dial),
 			TLSClientConfig:        tlsConfig,
 			ForceAttemptHTTP2:      true, // a custom DialContext turns HTTP/2 off unless asked
 			DisableCompression:     true, // evidence is the bytes sent; no decompression bombs
@@ -227,6 +227,9 @@ func (t *HTTP) Deliver(ctx context.Context, reg push.Registration, msg push.Mess
 		out, err = t.knock(ctx, reg, msg, g, at)
 	} else {
 		out, err = t.attempt(ctx, reg, msg, at)
+		if ok && err == nil && refusedSignature(out) {
+			out = t.signsNoSchemeOfTheHost(ctx, reg, g, out, at)
+		}
 	}
 	if err != nil {
 		return push.Outcome{}, err
@@ -301,10 +304,16 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 	defer cancel()
 	st := &struct { // the stage of the attempt (classifyError) and the hooks that follow it, in one allocation
 		stage atomic.Int32
+		conn  *heardConn // a new plain connection (GotConn runs in Do's goroutine)
 		trace httptrace.ClientTrace
 	}{}
 	st.trace.GetConn = func(string) { st.stage.Store(stageConnecting) }
-	st.trace.GotConn = func(httptrace.GotConnInfo) { st.stage.Store(stageSending) }
+	st.trace.GotConn = func(info httptrace.GotConnInfo) {
+		st.stage.Store(stageSending)
+		if c, ok := info.Conn.(*heardConn); ok && !info.Reused { // over TLS, info.Conn is the *tls.Conn
+			st.conn = c
+		}
+	}
 	st.trace.WroteRequest = func(httptrace.WroteRequestInfo) { st.stage.CompareAndSwap(stageSending, stageWaiting) } // an answer may come first
 	st.trace.GotFirstResponseByte = func() { st.stage.Store(stageAnswering) }
 	req, err := t.newRequest(httptrace.WithClientTrace(reqCtx, &st.trace), u, rt.header, msg, at)
@@ -317,7 +326,14 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 		if ctx.Err() != nil {
 			return push.Outcome{}, fmt.Errorf("transport: delivery to %s abandoned: %w", u.Host, ctx.Err())
 		}
-		out := classifyError(err, timedOut(), t.opts.Timeout, st.stage.Load(), rt.key.proxy != "")
+		stage := st.stage.Load()
+		if !timedOut() {
+			var answered bool
+			if err, answered = heardFailure(st.conn, err); answered {
+				stage = stageAnswering
+			}
+		}
+		out := classifyError(err, timedOut(), t.opts.Timeout, stage, rt.key.proxy != "")
 		out.Reason = newRedactor(u, req.Header).String(out.Reason)
 		return out, nil
 	}

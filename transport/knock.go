@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -150,6 +151,18 @@ func (t *HTTP) knock(ctx context.Context, reg push.Registration, msg push.Messag
 		out.Reason = fmt.Sprintf("%s; signed %s after %v refused", out.Reason, order[len(refused)], refused)
 	}
 	return out, nil
+}
+
+// signsNoSchemeOfTheHost adds to a refusal of a one-scheme signer's
+// signature (pinned, or an Ed25519 key) the scheme the host accepted when
+// it was last knocked at, if another: a 401 alone does not say what to fix.
+func (t *HTTP) signsNoSchemeOfTheHost(ctx context.Context, reg push.Registration, g SchemeSigner, out push.Outcome, at time.Time) push.Outcome {
+	known, since := t.schemes.get(ctx, reg.Host(), at)
+	if known != "" && !slices.Contains(g.Schemes(), known) {
+		out.Reason = fmt.Sprintf("%s; the host accepted only %s signatures when last asked (%s, herald hosts), and this registration signs %s only",
+			out.Reason, known, since.UTC().Format(time.RFC3339), strings.Join(g.Schemes(), ", "))
+	}
+	return out
 }
 
 func signedAs(msg push.Message, g SchemeSigner, scheme string) push.Message {

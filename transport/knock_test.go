@@ -204,3 +204,25 @@ func TestOneSchemeIsNeverKnocked(t *testing.T) {
 		t.Fatalf("outcome %+v", out)
 	}
 }
+
+// TestARefusalOfAOneSchemeSignerNamesTheSchemeTheHostTook: a host that
+// took only cavage refuses a signer of rfc9421 alone (an Ed25519 key, or a
+// pinned scheme); the outcome says which scheme the host took, so that the
+// evidence says what to fix, not a bare 401.
+func TestARefusalOfAOneSchemeSignerNamesTheSchemeTheHostTook(t *testing.T) {
+	in := newSchemeInbox(t, 401, "no", "cavage")
+	opts := loopbackOptions()
+	opts.Schemes = memory.New()
+	tr := newTransport(t, opts)
+	deliverAt(t, tr, in.URL, signed(schemeSigner{"rfc9421", "cavage"}), at) // learns cavage
+	in.seen()
+
+	out := deliverAt(t, tr, in.URL, signed(schemeSigner{"rfc9421"}), at.Add(time.Second))
+	want := "the host accepted only cavage signatures when last asked (" + at.UTC().Format(time.RFC3339) + ", herald hosts), and this registration signs rfc9421 only"
+	if out.Status != 401 || !strings.Contains(out.Reason, want) || !slices.Equal(in.seen(), []string{"rfc9421"}) {
+		t.Fatalf("outcome %+v, want a 401 saying %q after one request", out, want)
+	}
+	if out := deliverAt(t, newTransport(t, loopbackOptions()), in.URL, signed(schemeSigner{"rfc9421"}), at); strings.Contains(out.Reason, "accepted only") {
+		t.Fatalf("with no scheme known the refusal is the answer alone: %+v", out)
+	}
+}

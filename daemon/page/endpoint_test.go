@@ -15,8 +15,8 @@ import (
 
 // A webhook's secret is rotated from the page with a confirmation; the new
 // secret is shown in that answer only, the old one kept until expire_old
-// after the page's clock; the registration shows its headers' names, never
-// their values.
+// after the page's clock, which the registration then shows; it shows its
+// headers' names, never their values.
 func TestRotateSecretFromThePageShowsTheNewSecretOnce(t *testing.T) {
 	s := seeded(t)
 	srv, c, csrf := loggedIn(t, s)
@@ -44,6 +44,9 @@ func TestRotateSecretFromThePageShowsTheNewSecretOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{shown}, cfg.Secrets)
 	require.Equal(t, []webhook.Retiring{{Secret: seedSecretConfig, Until: seedView.Add(time.Hour)}}, cfg.Retiring)
+	_, body = get(t, c, srv.URL+"/ui/registration?"+billing.Encode())
+	require.Regexp(t, `<td id="secrets">1 signing \(never shown\); the old ones a rotation retired sign beside them until `+
+		regexp.QuoteMeta(seedView.Add(time.Hour).UTC().Format("2006-01-02 15:04:05Z")), body, "the registration says until when the old one signs")
 
 	cfg.Headers = map[string]string{"X-Tenant": "tenant-value-42"}
 	reg := st.Registration

@@ -453,8 +453,8 @@ func (p *Page) routes() map[string]http.HandlerFunc {
 		"GET " + pre + "/tokens":        p.authed(needTokens, p.tokens),
 		"GET " + pre + "/keys":          p.authed(needKeys, p.keys),
 		"POST " + pre + "/tokens":       p.authed(needTokens, p.csrf(p.createToken)),
-		"POST " + pre + "/keys":         p.authed(needEditKeys, p.csrf(p.addKey)),
-		"POST " + pre + "/key/rotate":   p.authed(needEditKeys, p.csrf(p.rotateKey)),
+		"POST " + pre + "/keys":         p.authed(needEditKeys, p.csrf(p.putKey("add-key", operator.AddKey))),
+		"POST " + pre + "/key/rotate":   p.authed(needEditKeys, p.csrf(p.putKey("rotate-key", operator.RotateKey))),
 		"POST " + pre + "/key/remove":   p.authed(needEditKeys, p.csrf(p.removeKey)),
 		"GET " + pre + "/confirm":       p.authed(needRegistrations, p.confirm), // and the action's own need
 		"POST " + pre + "/action":       p.authed(needRegistrations, p.csrf(p.action)),

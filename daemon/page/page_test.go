@@ -522,3 +522,14 @@ func TestResendingARecordQueuedAlreadySaysThatResendStays(t *testing.T) {
 		require.Contains(t, body, want)
 	}
 }
+
+// The hosts page shows the signature scheme a host accepted after refusing
+// the other, as herald hosts does.
+func TestHostsPageShowsAHostsSignatureScheme(t *testing.T) {
+	s := seeded(t)
+	require.NoError(t, s.SetHostScheme(t.Context(), "inbox.example:443", "cavage", seedView))
+	srv, c, _ := loggedIn(t, s)
+	resp, body := get(t, c, srv.URL+"/ui/hosts")
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.Regexp(t, `<td>inbox\.example:443</td>.*<td class="scheme">cavage</td>`, body)
+}

@@ -198,3 +198,19 @@ func TestTenantPageOffersNoActionOnAnAdminSubscriptionsRegistration(t *testing.T
 	require.Contains(t, body, `id="pause"`, "an admin may act on it")
 	require.NotContains(t, body, `id="rotate-secret"`, "its secret is its subscription's: a rotation is refused to every token")
 }
+
+// TestAPauseFromATokensSessionNamesTheToken: a pause from the page, asked
+// in a session of a token of herald tokens create with no "by", is
+// recorded as that token's (name and id), as the APIs record it.
+func TestAPauseFromATokensSessionNamesTheToken(t *testing.T) {
+	s := seeded(t)
+	_, srv := serve(t, s, testToken, seedView)
+	secret, id := tenantToken(t, s, store.RoleOperator, "orders/2")
+	c := client(t)
+	csrf, _ := loginAs(t, c, srv, secret)
+	resp, body := post(t, c, srv.URL+"/ui/action", url.Values{"csrf": {csrf}, "action": {"pause"}, "stream": {"orders/2"}, "id": {"legacy"}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
+	evs, err := s.Evidence(t.Context(), "orders/2", "legacy", 1)
+	require.NoError(t, err)
+	require.Equal(t, "paused by tenant 2 ("+id+")", evs[0].Error)
+}

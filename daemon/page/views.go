@@ -184,12 +184,13 @@ type act struct {
 	Rate                                 store.Rate    // of set-rate: zero for no limit
 }
 
-// parseAct reads an action from a form or a query. Errors name the field.
-func parseAct(v url.Values) (act, error) {
+// parseAct reads an action from a form or a query, by defaulting to who
+// acts. Errors name the field.
+func parseAct(v url.Values, by string) (act, error) {
 	a := act{Action: v.Get("action"), Stream: v.Get("stream"), ID: v.Get("id"), Host: v.Get("host"), Reason: v.Get("reason"), By: v.Get("by")}
 	switch a.Action {
 	case "pause", "resume", "resend":
-		a.By = cmp.Or(a.By, "an operator (page)")
+		a.By = cmp.Or(a.By, by)
 		if err := store.ValidatePause(a.By, a.Reason); err != nil {
 			return a, err
 		}
@@ -249,7 +250,7 @@ func parseAct(v url.Values) (act, error) {
 // allowedAct is parseAct of v, refused (operator.ErrForbidden) when the
 // request's token may not do it.
 func allowedAct(r *http.Request, v url.Values) (act, error) {
-	a, err := parseAct(v)
+	a, err := parseAct(v, operator.ActedBy(operator.TokenOf(r.Context()), "page"))
 	if err != nil {
 		return a, err
 	}
@@ -394,17 +395,13 @@ func (p *Page) keyDone(w http.ResponseWriter, r *http.Request, what string, err 
 	}
 }
 
-// addKey holds the form's key (key_id, private_key: PEM) as herald keys
-// add does.
-func (p *Page) addKey(w http.ResponseWriter, r *http.Request) {
-	_, err := operator.AddKey(r.Context(), p.store, "key_id", "private_key", r.PostForm.Get("key_id"), []byte(r.PostForm.Get("private_key")), p.now())
-	p.keyDone(w, r, "add-key", err)
-}
-
-// rotateKey makes the form's PEM key_id's, as herald keys rotate does.
-func (p *Page) rotateKey(w http.ResponseWriter, r *http.Request) {
-	_, err := operator.RotateKey(r.Context(), p.store, "key_id", "private_key", r.PostForm.Get("key_id"), []byte(r.PostForm.Get("private_key")), p.now())
-	p.keyDone(w, r, "rotate-key", err)
+// putKey holds the form's key (key_id, private_key: PEM) by put, as herald
+// keys add (operator.AddKey) or rotate (RotateKey) does; what names the action.
+func (p *Page) putKey(what string, put func(context.Context, operator.KeyStore, string, string, string, []byte, time.Time) (operator.KeyView, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		_, err := put(r.Context(), p.store, "key_id", "private_key", r.PostForm.Get("key_id"), []byte(r.PostForm.Get("private_key")), p.now())
+		p.keyDone(w, r, what, err)
+	}
 }
 
 // removeKey removes key_id as herald keys remove does: refused while

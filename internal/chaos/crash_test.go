@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,41 +40,20 @@ func TestChaosCrash(t *testing.T) {
 	t.Logf("%d workers, %d records in %d streams, %d registrations (%d deliveries; windows %v in turn), %d kills, drain page %d, lease %v",
 		p.Workers, p.Records(), p.Streams, p.Registrations(), p.Deliveries(), p.Windows, p.Kills, p.DrainPage, p.Lease)
 
-	// The kill points: after how many distinct deliveries each kill comes,
-	// spread over the first 90% of the run.
-	points := make([]int, p.Kills)
-	for i := range points {
-		points[i] = 1 + s.intN(p.Deliveries()*9/10)
-	}
-	slices.Sort(points)
-
+	points := f.killPoints()
 	for i := 0; i < p.Workers; i++ {
 		f.startWorker(i)
 	}
 	appendCtx, stopAppends := context.WithCancel(ctx)
 	defer stopAppends()
-	appended := make(chan error, 1)
-	go func() {
-		_, err := s.appendRounds(appendCtx, f.streams, p.RecordsPerStream, p.Rounds)
-		appended <- err
-	}()
-
-	stalled := func(err error) {
-		t.Helper()
-		var tails strings.Builder
-		for i, l := range f.logs {
-			fmt.Fprintf(&tails, "--- worker %d log (end)\n%s\n", i, logTail(l, 2000))
-		}
-		lag := s.cli.run("", "registrations", "--lagging", "--limit", "20")
-		t.Fatalf("%v\nlagging:\n%s\n%s", err, lag.stdout, tails.String())
-	}
+	appended := f.appendAll(appendCtx)
 
 	var kills []Kill
 	var cursorProblems []string
 	var leasesRead, killTook time.Duration // the most a kill took to read the victim's leases, and in all
 	for k, point := range points {
 		if err := f.ledger.WaitDistinct(ctx, p.Stall, point); err != nil {
-			stalled(fmt.Errorf("before kill %d: %w", k+1, err))
+			f.stalled(fmt.Errorf("before kill %d: %w", k+1, err))
 		}
 		slot := s.intN(p.Workers)
 		victim := f.workers[slot]
@@ -108,7 +86,7 @@ func TestChaosCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := f.ledger.WaitDistinct(ctx, p.Stall, p.Deliveries()); err != nil {
-		stalled(fmt.Errorf("after the last kill: %w", err))
+		f.stalled(fmt.Errorf("after the last kill: %w", err))
 	}
 	deliveredAt := time.Since(s.started)
 	f.stopAll()

@@ -3,9 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -33,26 +30,13 @@ func TestDaemonsWithDefaultsDeliverEverythingThroughKills(t *testing.T) {
 		DrainPage: push.DefaultDrainPage, Stall: 60 * time.Second}
 	f := s.newFleet(ctx, p, "fleet")
 	start := func(i int) {
-		for len(f.logs) <= i {
-			f.logs = append(f.logs, filepath.Join(s.dir, fmt.Sprintf("daemon-%d.log", len(f.logs))))
-			f.workers = append(f.workers, nil)
-		}
-		f.started++
-		f.workers[i] = s.cli.start(fmt.Sprintf("daemon %d", i), f.logs[i], "-v", "run", "--every", "200ms", "--allow-http", "--allow-private-network")
+		f.start(i, "daemon", "-v", "run", "--every", "200ms", "--allow-http", "--allow-private-network")
 	}
 	for i := range p.Workers {
 		start(i)
 	}
-	appended := make(chan error, 1)
-	go func() {
-		_, err := s.appendRounds(ctx, f.streams, p.RecordsPerStream, p.Rounds)
-		appended <- err
-	}()
-	points := make([]int, p.Kills)
-	for i := range points {
-		points[i] = 1 + s.intN(p.Deliveries()*9/10)
-	}
-	slices.Sort(points)
+	appended := f.appendAll(ctx)
+	points := f.killPoints()
 	for k, point := range points {
 		if err := f.ledger.WaitDistinct(ctx, p.Stall, point); err != nil {
 			f.stalled(fmt.Errorf("before kill %d: %w", k+1, err))
@@ -110,17 +94,4 @@ func TestDaemonsWithDefaultsDeliverEverythingThroughKills(t *testing.T) {
 		"address_warnings":          warnings,
 		"delivered_after_last_kill": took.Round(time.Millisecond).Seconds(),
 	})
-}
-
-// stalled fails the test with what the database and the daemons say.
-func (f *fleet) stalled(err error) {
-	t := f.s.t
-	t.Helper()
-	var tails strings.Builder
-	for i, l := range f.logs {
-		fmt.Fprintf(&tails, "--- daemon %d log (end)\n%s\n", i, logTail(l, 3000))
-	}
-	lag := f.s.cli.run("", "registrations", "--lagging", "--limit", "20")
-	hosts := f.s.cli.run("", "hosts")
-	t.Fatalf("%v\nlagging:\n%s\nhosts:\n%s\n%s", err, lag.stdout, hosts.stdout, tails.String())
 }

@@ -224,13 +224,52 @@ func (f *fleet) workerArgs() []string {
 }
 
 // startWorker starts (or restarts) the worker in slot i.
-func (f *fleet) startWorker(i int) {
+func (f *fleet) startWorker(i int) { f.start(i, "worker", f.workerArgs()...) }
+
+// start starts (or restarts) herald with args in slot i, as name i, its log
+// name-i.log.
+func (f *fleet) start(i int, name string, args ...string) {
 	for len(f.logs) <= i {
-		f.logs = append(f.logs, filepath.Join(f.s.dir, fmt.Sprintf("worker-%d.log", len(f.logs))))
+		f.logs = append(f.logs, filepath.Join(f.s.dir, fmt.Sprintf("%s-%d.log", name, len(f.logs))))
 		f.workers = append(f.workers, nil)
 	}
 	f.started++
-	f.workers[i] = f.s.cli.start(fmt.Sprintf("worker %d", i), f.logs[i], f.workerArgs()...)
+	f.workers[i] = f.s.cli.start(fmt.Sprintf("%s %d", name, i), f.logs[i], args...)
+}
+
+// appendAll appends the plan's rounds to the fleet's streams in the
+// background; the channel gets appendRounds' error.
+func (f *fleet) appendAll(ctx context.Context) <-chan error {
+	appended := make(chan error, 1)
+	go func() {
+		_, err := f.s.appendRounds(ctx, f.streams, f.plan.RecordsPerStream, f.plan.Rounds)
+		appended <- err
+	}()
+	return appended
+}
+
+// killPoints are after how many distinct deliveries each of the plan's
+// kills comes, in order, spread over the first 90% of the run.
+func (f *fleet) killPoints() []int {
+	points := make([]int, f.plan.Kills)
+	for i := range points {
+		points[i] = 1 + f.s.intN(f.plan.Deliveries()*9/10)
+	}
+	slices.Sort(points)
+	return points
+}
+
+// stalled fails the test with what the database and the processes say.
+func (f *fleet) stalled(err error) {
+	t := f.s.t
+	t.Helper()
+	var tails strings.Builder
+	for _, l := range f.logs {
+		fmt.Fprintf(&tails, "--- %s (end)\n%s\n", filepath.Base(l), logTail(l, 3000))
+	}
+	lag := f.s.cli.run("", "registrations", "--lagging", "--limit", "20")
+	hosts := f.s.cli.run("", "hosts")
+	t.Fatalf("%v\nlagging:\n%s\nhosts:\n%s\n%s", err, lag.stdout, hosts.stdout, tails.String())
 }
 
 // killDrained is killDrained (conns_test.go) for a worker of the fleet, waiting

@@ -230,3 +230,31 @@ func TestAFileLineIsARecordAsTheAPITakesIt(t *testing.T) {
 	require.Equal(t, ExitUsage, r.code, r.stderr)
 	require.Contains(t, r.stderr, "line 1: invalid kind: is a JSON number; want a string", "named as the API names it")
 }
+
+// A null payload is JSON's null for a JSON type, from stdin or a line
+// (stored as its 4 bytes, given back as null by records --json); a line of
+// another type with a null payload is refused naming its line and field,
+// nothing appended.
+func TestAppendTakesNullOnlyAsJSON(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "herald.db")
+	heraldOK(t, db, "null", "append", "--stream", "s", "--id", "n1", "--kind", "k")
+	file := filepath.Join(dir, "in.jsonl")
+	require.NoError(t, os.WriteFile(file, []byte(`{"id":"n2","kind":"k","payload":null}`+"\n"), 0o600))
+	heraldOK(t, db, "", "append", "--stream", "s", "--file", file)
+	var page struct{ Records []map[string]any }
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "records", "--stream", "s", "--json")), &page))
+	require.Len(t, page.Records, 2)
+	for _, r := range page.Records {
+		v, ok := r["payload"]
+		require.True(t, ok, "%s: payload shown", r["id"])
+		require.Nil(t, v, "%s: payload null", r["id"])
+	}
+
+	require.NoError(t, os.WriteFile(file, []byte(`{"id":"t1","kind":"k","content_type":"text/plain","payload":null}`+"\n"), 0o600))
+	r := runCLI(t, db, "", "append", "--stream", "s", "--file", file)
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, `line 1: invalid payload: is a JSON null, but content_type "text/plain" takes a JSON string (its text) or payload_base64 (its bytes)`)
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "records", "--stream", "s", "--json")), &page))
+	require.Len(t, page.Records, 2, "nothing appended")
+}

@@ -218,16 +218,18 @@ func TestHelpHintFollowsOnlyACommandLineOfTheWrongShape(t *testing.T) {
 
 // A flag or command herald does not have is answered, on one line, with the
 // nearest one it has (a flag the command's own or an inherited one), when
-// one is a typo away.
+// one is a typo away, or the same file's flag with or without "-file".
 func TestAMistypedFlagOrCommandGetsTheNearestOne(t *testing.T) {
 	db := newDB(t)
 	for args, want := range map[string]string{
-		"registraions":             "unknown command \"registraions\" for \"herald\"; did you mean registrations?\n",
-		"frobnicate":               "unknown command \"frobnicate\" for \"herald\"\n",
-		"append --strem s":         "unknown flag: --strem; did you mean --stream?\n",
-		"sweep --namspace webhook": "unknown flag: --namspace; did you mean --namespace?\n",
-		"status --datbase x":       "unknown flag: --datbase; did you mean --database?\n",
-		"status --zzzzzzz":         "unknown flag: --zzzzzzz\n",
+		"registraions":                      "unknown command \"registraions\" for \"herald\"; did you mean registrations?\n",
+		"frobnicate":                        "unknown command \"frobnicate\" for \"herald\"\n",
+		"append --strem s":                  "unknown flag: --strem; did you mean --stream?\n",
+		"sweep --namspace webhook":          "unknown flag: --namspace; did you mean --namespace?\n",
+		"status --datbase x":                "unknown flag: --datbase; did you mean --database?\n",
+		"status --zzzzzzz":                  "unknown flag: --zzzzzzz\n",
+		"keys add --private-key-file k.pem": "unknown flag: --private-key-file; did you mean --private-key?\n",
+		"register --private-key k.pem":      "unknown flag: --private-key; did you mean --private-key-file?\n",
 	} {
 		r := runCLI(t, db, "", strings.Fields(args)...)
 		require.Equal(t, ExitUsage, r.code, args)
@@ -323,4 +325,19 @@ func TestHelpAndCompletionRefuseWhatTheyDoNotKnow(t *testing.T) {
 	}
 	require.Contains(t, heraldOK(t, "", "", "completion", "bash"), "bash completion")
 	require.Contains(t, heraldOK(t, "", "", "help", "keys"), "held once")
+}
+
+// prune and run say alike what --retain's values mean, 0s above all (not
+// "off": nothing kept once done with), and a value out of range is refused
+// naming the range.
+func TestRetainSaysWhatZeroMeans(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "herald.db")
+	for _, cmd := range []string{"prune", "run"} {
+		r := runCLI(t, db, "", cmd, "--help")
+		require.Equal(t, ExitOK, r.code, r.stderr)
+		require.Contains(t, r.stdout, retainHelp, cmd)
+	}
+	r := runCLI(t, db, "", "prune", "--retain", "-1s")
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, `invalid --retain: "-1s" is out of range: it must be 0s to 3650d`)
 }

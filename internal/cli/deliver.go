@@ -311,7 +311,7 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 				"the addresses are reached only through a proxy that terminates TLS: serve them in plain HTTP off loopback, "+
 					"count failed logins against the last X-Forwarded-For address, and mark the page's cookie Secure when X-Forwarded-Proto is https")
 			intVar(f, &sweepLimit, "sweep-limit", push.DefaultSweepLimit, "registrations claimed at most at once", "at least 1", 0, 0)
-			f.StringVar(&retain, "retain", "7d", "keep acknowledged records this long before pruning them (see herald prune): a duration or days (7d)")
+			f.StringVar(&retain, "retain", "7d", retainHelp)
 			f.DurationVar(&pruneEvery, "prune-every", time.Minute, "how often to prune, in small batches (0: never)")
 			f.DurationVar(&seqIv, "sequencer-interval", postgres.DefaultSequencerInterval,
 				"PostgreSQL: the longest a committed record waits for its seq while records keep coming (shorter: more, smaller sequencer steps, each a commit)")

@@ -123,6 +123,34 @@ func TestRegisterMakesASecretAndRotateSecretKeepsTheOldUntilItExpires(t *testing
 	require.Contains(t, r.stderr, "--expire-old -1h0m0s must be from 0")
 }
 
+// TestRegistrationsShowWhenRotatedSecretsStopSigning: after a rotation,
+// herald registrations says how many secrets sign and until when the old
+// ones do (rotate-secret printed it once); a rotation with --expire-old 0
+// answers with the older rotation's secrets still signing, not "stopped".
+func TestRegistrationsShowWhenRotatedSecretsStopSigning(t *testing.T) {
+	db := newDB(t)
+	heraldOK(t, db, "", "register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://r.example/hooks")
+	type view struct {
+		Secrets  int       `json:"secrets"`
+		OldUntil time.Time `json:"old_secrets_until"`
+	}
+	shown := func() view {
+		var vs []view
+		require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "registrations", "--json")), &vs))
+		require.Len(t, vs, 1)
+		return vs[0]
+	}
+	require.Equal(t, view{Secrets: 1}, shown(), "one secret, none retiring")
+
+	day := time.Date(2026, 3, 16, 11, 0, 0, 0, time.UTC)
+	heraldOK(t, db, "", "rotate-secret", "--stream", "s", "--id", "r", "--expire-old", "24h", "--at", "2026-03-15T11:00:00Z")
+	require.Equal(t, view{Secrets: 1, OldUntil: day}, shown())
+
+	out := heraldOK(t, db, "", "rotate-secret", "--stream", "s", "--id", "r", "--expire-old", "0s", "--at", "2026-03-15T12:00:00Z")
+	require.Contains(t, out, "The old secrets sign beside it until 2026-03-16 11:00:00Z.", "the first rotation's old secret still signs")
+	require.Equal(t, view{Secrets: 1, OldUntil: day}, shown())
+}
+
 // register --client-cert and --client-key are checked before anything is
 // written: parse, key match, and validity by this machine's clock now.
 func TestRegisterChecksTheClientCertificate(t *testing.T) {

@@ -46,17 +46,10 @@ func newKeysList(e *env) command {
 			if err != nil {
 				return err
 			}
-			return c.print(out, func(w io.Writer) {
-				if len(out) == 0 {
-					fmt.Fprintf(w, "No key: %s holds one.\n", e.hint("keys add"))
-					return
-				}
-				t := tbl.New(w, "KEY ID", "ALGORITHM", "FINGERPRINT", "VERSION", "CREATED", "ROTATED")
-				for _, v := range out {
-					t.Row(v.ID, v.Algorithm, v.Fingerprint, fmt.Sprint(v.Version), operator.Instant(v.Created), operator.Instant(v.Rotated))
-				}
-				t.Flush()
-			})
+			return printTable(c, out, fmt.Sprintf("No key: %s holds one.", e.hint("keys add")),
+				[]string{"KEY ID", "ALGORITHM", "FINGERPRINT", "VERSION", "CREATED", "ROTATED"}, func(v operator.KeyView) []string {
+					return []string{v.ID, v.Algorithm, v.Fingerprint, fmt.Sprint(v.Version), operator.Instant(v.Created), operator.Instant(v.Rotated)}
+				})
 		},
 	}
 }

@@ -358,7 +358,12 @@ registration it made (herald subscriptions lists them).`,
 			return c.print(map[string]any{"unregistered": operator.Held(nil).View(before)}, func(w io.Writer) {
 				fmt.Fprintf(w, "Unregistered %s (%s to %s) at cursor %d, with %s not delivered; its evidence is deleted.\n",
 					store.Name(stream, id), before.Namespace, before.Host(), before.NextSeq, plural(int(before.Lag()), "record"))
-				fmt.Fprintf(w, "To bring it back there: %s\n", registerAgain(e, before))
+				if before.Subscription == "" {
+					fmt.Fprintf(w, "To bring it back there: %s\n", registerAgain(e, before))
+					return
+				}
+				fmt.Fprintf(w, "It was made by the subscription %s, which no longer follows this stream: register the prefix again to have it made anew (where the subscription's --from says), or, to resume at this cursor apart from the subscription: %s\n",
+					store.SubscriptionName(before.Subscription, id), registerAgain(e, before))
 			})
 		},
 	}
@@ -404,7 +409,8 @@ func newSubscriptions(e *env) command {
 		short: "List subscriptions by stream prefix: each one, the streams it follows, and with --streams their cursors",
 		long: `List the subscriptions (herald register --stream-prefix): each as one row
 with the count of the streams it follows; --streams adds each stream's
-registration (its cursor, head, lag and state).`,
+registration (its cursor, head, lag and state) and the streams it skipped
+(each holds a registration of its id that it did not make).`,
 		example: `  herald subscriptions
   herald subscriptions --stream-prefix tenant/42/ --streams`,
 		db: readDB,
@@ -428,15 +434,18 @@ registration (its cursor, head, lag and state).`,
 				}
 				t.Flush()
 				for _, s := range list {
-					if !streams || len(s.Registrations) == 0 {
+					if !streams || len(s.Registrations) == 0 && s.SkippedStreams == 0 {
 						continue
 					}
 					fmt.Fprintf(w, "\n%s:\n", store.SubscriptionName(s.Prefix, s.ID))
-					t := tbl.New(w, "STREAM", "CURSOR", "HEAD", "LAG", "STATE")
-					for _, r := range s.Registrations {
-						t.Row(r.Stream, fmt.Sprint(r.NextSeq), fmt.Sprint(r.Head), fmt.Sprint(r.Lag), r.State)
+					if len(s.Registrations) > 0 {
+						t := tbl.New(w, "STREAM", "CURSOR", "HEAD", "LAG", "STATE")
+						for _, r := range s.Registrations {
+							t.Row(r.Stream, fmt.Sprint(r.NextSeq), fmt.Sprint(r.Head), fmt.Sprint(r.Lag), r.State)
+						}
+						t.Flush()
 					}
-					t.Flush()
+					printSkipped(w, s)
 				}
 			})
 		},

@@ -190,6 +190,12 @@ yet numbered (PostgreSQL). Page with --after and --limit.`,
 // scale) is likelier than an intent.
 const maxRetain = 10 * 365 * 24 * time.Hour
 
+// retainHelp is --retain's help, for prune and run alike: 0s is not "off"
+// but "keep nothing once done with" (store.PruneQuery.Retain).
+const retainHelp = "keep what is done with this long: a duration (36h) or whole days (7d), 0s to 3650d; " +
+	"0s keeps nothing once done with: a record goes as soon as every registration of its stream acknowledged it " +
+	"(at once if none follows the stream), evidence at once but a parked registration's reason (herald prune --help)"
+
 // parseRetain reads --retain (store.ParseDays).
 func parseRetain(s string) (time.Duration, error) {
 	d, err := store.ParseDays("--retain", s, 0, maxRetain)
@@ -230,7 +236,7 @@ reports what would go and changes nothing.`,
   herald prune --retain 0s --at 2026-03-15T12:00:00Z --json`,
 		db: readDB,
 		flags: func(f *pflag.FlagSet) {
-			f.StringVar(&retain, "retain", "7d", "keep acknowledged records this long: a duration (36h) or days (7d); 0s prunes as soon as acknowledged")
+			f.StringVar(&retain, "retain", "7d", retainHelp)
 			f.Var(&at, "at", "the instant the retention is measured from: RFC 3339 or unix seconds (default now)")
 			f.BoolVar(&q.DryRun, "dry-run", false, "report what would be removed, change nothing")
 			intVar(f, &q.Limit, "batch", store.DefaultPruneBatch, "records removed per transaction", fmt.Sprintf("from 1 to %d", store.MaxPruneBatch), 1, store.MaxPruneBatch)

@@ -102,7 +102,8 @@ is refused), each with its own cursor and order. Streams that exist start at
 their oldest record (--from start, the default) or past their head (--from
 head); a stream created later is picked up in the transaction that creates
 it, at its first record. Registering the prefix again updates every one of
-its registrations; herald unregister --stream-prefix removes them all;
+its registrations (its --from stays as it was made: another is refused);
+herald unregister --stream-prefix removes them all;
 herald subscriptions lists them.
 
 --retry-schedule, --max-attempts and --retry-for are the registration's own
@@ -523,7 +524,7 @@ func retainMaxDefaults() string {
 
 // subscribe is register --stream-prefix: r is the template.
 func subscribe(c *call, e *env, r push.Registration, prefix string, fromHead bool) error {
-	st, secret, err := operator.Subscribe(c.ctx(), c.b, nil, store.SubscriptionOf(prefix, r, fromHead))
+	st, secret, err := operator.Subscribe(c.ctx(), c.b, nil, store.SubscriptionOf(prefix, r, fromHead), c.changed("from"))
 	if err != nil {
 		return err
 	}
@@ -541,20 +542,27 @@ func subscribe(c *call, e *env, r push.Registration, prefix string, fromHead boo
 		if secret != "" {
 			fmt.Fprintf(w, "Its signing secret, shown this once (give it to the receiver):\n%s\n", secret)
 		}
-		if v.SkippedStreams > 0 {
-			fmt.Fprintf(w, "It skipped %s under %s: each already has a registration %s that it did not make, whose receiver gets the stream's records, not this one's (unregister one and register the prefix again to follow it):\n",
-				plural(v.SkippedStreams, "stream"), journal.Shown(st.Prefix), journal.Shown(st.ID))
-			for _, stream := range v.Skipped {
-				fmt.Fprintf(w, "  %s\n", journal.Shown(stream))
-			}
-			if more := v.SkippedStreams - len(v.Skipped); more > 0 {
-				fmt.Fprintf(w, "  and %d more\n", more)
-			}
-		}
+		printSkipped(w, v)
 		for _, err := range transport.URLRefusals(st.URL) {
 			fmt.Fprintf(e.Err, "note: sweeps refuse this URL and park its registrations: %v\n", err)
 		}
 	})
+}
+
+// printSkipped tells the streams subscription v skipped, if any, as
+// subscribe and subscriptions --streams show them.
+func printSkipped(w io.Writer, v operator.SubscriptionView) {
+	if v.SkippedStreams == 0 {
+		return
+	}
+	fmt.Fprintf(w, "It skipped %s under %s: each already has a registration %s that it did not make, whose receiver gets the stream's records, not this one's (unregister one and register the prefix again to follow it):\n",
+		plural(v.SkippedStreams, "stream"), journal.Shown(v.Prefix), journal.Shown(v.ID))
+	for _, stream := range v.Skipped {
+		fmt.Fprintf(w, "  %s\n", journal.Shown(stream))
+	}
+	if more := v.SkippedStreams - len(v.Skipped); more > 0 {
+		fmt.Fprintf(w, "  and %d more\n", more)
+	}
 }
 
 func newRotateSecret(e *env) command {
@@ -595,10 +603,10 @@ and rotates that. --expire-old is 0 (the old ones stop at once) to %v.`, webhook
 			}
 			return c.print(v, func(w io.Writer) {
 				fmt.Fprintf(w, "Rotated the secret of %s.\n", store.Name(stream, id))
-				if v.OldUntil.IsZero() {
+				if v.OldSecretsUntil.IsZero() {
 					fmt.Fprintln(w, "The old secrets stopped signing.")
 				} else {
-					fmt.Fprintf(w, "The old secrets sign beside it until %s.\n", operator.Instant(v.OldUntil))
+					fmt.Fprintf(w, "The old secrets sign beside it until %s.\n", operator.Instant(v.OldSecretsUntil))
 				}
 				fmt.Fprintf(w, "The new secret, shown this once (give it to the receiver):\n%s\n", v.Secret)
 			})

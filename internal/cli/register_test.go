@@ -368,6 +368,47 @@ func TestRegisterStreamPrefix(t *testing.T) {
 	require.Contains(t, heraldOK(t, db, "", "registrations"), "No registrations")
 }
 
+// TestRegisterStreamPrefixAgainKeepsItsFrom: where a subscription's
+// existing streams started is set when it is made: registering the prefix
+// again with another --from is refused naming --from, changing nothing;
+// without --from, or with the same, it is an update.
+func TestRegisterStreamPrefixAgainKeepsItsFrom(t *testing.T) {
+	db := newDB(t)
+	heraldOK(t, db, "{}", "append", "--stream", "tenant/42/orders", "--id", "o1", "--kind", "k")
+	args := func(extra ...string) []string {
+		return append([]string{"register", "--stream-prefix", "tenant/42/", "--id", "t42", "--namespace", "webhook", "--url", "https://hooks.example/x",
+			"--secret", goodSecret}, extra...)
+	}
+	heraldOK(t, db, "", args("--from", "head")...)
+	before := heraldOK(t, db, "", "subscriptions", "--streams", "--json")
+
+	r := runCLI(t, db, "", args("--from", "start", "--window", "2")...)
+	require.Equal(t, ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "invalid --from: is start, but --stream-prefix=tenant/42/ id=t42 exists, its streams started from head")
+	require.Equal(t, before, heraldOK(t, db, "", "subscriptions", "--streams", "--json"), "nothing changed")
+
+	for _, again := range [][]string{{"--window", "2"}, {"--from", "head", "--window", "3"}} {
+		require.Contains(t, heraldOK(t, db, "", args(again...)...), "existing streams from past their head", again)
+	}
+}
+
+// TestUnregisterOfASubscriptionsRegistrationSaysTheSubscriptionStopsFollowing:
+// unregistering one stream's registration that a subscription made says the
+// subscription no longer follows the stream and how to have it made anew,
+// not only a register of the stream alone, which the subscription would
+// skip from then on; registering the prefix again follows it again.
+func TestUnregisterOfASubscriptionsRegistrationSaysTheSubscriptionStopsFollowing(t *testing.T) {
+	db := newDB(t)
+	heraldOK(t, db, "{}", "append", "--stream", "tenant/42/orders", "--id", "o1", "--kind", "k")
+	sub := []string{"register", "--stream-prefix", "tenant/42/", "--id", "t42", "--namespace", "webhook", "--url", "https://hooks.example/x", "--secret", goodSecret}
+	heraldOK(t, db, "", sub...)
+	out := heraldOK(t, db, "", "unregister", "--stream", "tenant/42/orders", "--id", "t42")
+	require.Contains(t, out, "It was made by the subscription stream_prefix=tenant/42/ id=t42, which no longer follows this stream: register the prefix again")
+	require.Regexp(t, `apart from the subscription: herald register .*--stream tenant/42/orders --id t42 `, out)
+	require.NotContains(t, out, "To bring it back there")
+	require.Contains(t, heraldOK(t, db, "", sub...), "following 1 stream")
+}
+
 // TestRegisterStreamPrefixNamesTheStreamsItSkipped: a registration of the
 // subscription's id made alone before it keeps its stream from the
 // subscription; register --stream-prefix says which (text and --json), and
@@ -392,6 +433,20 @@ func TestRegisterStreamPrefixNamesTheStreamsItSkipped(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", append([]string{"--json"}, args...)...)), &v))
 	require.Equal(t, []string{"tenant/42/invoices", "tenant/42/orders"}, v.Skipped)
 	require.Equal(t, 2, v.SkippedStreams)
+
+	// subscriptions --streams lists them the same way, under the streams it follows.
+	out = heraldOK(t, db, "", "subscriptions", "--streams")
+	require.Contains(t, out, "stream_prefix=tenant/ id=audit:\nSTREAM")
+	require.Contains(t, out, "It skipped 2 streams under tenant/: each already has a registration audit that it did not make")
+	require.Contains(t, out, "\n  tenant/42/invoices\n  tenant/42/orders\n")
+	var list []struct {
+		Skipped        []string
+		SkippedStreams int `json:"skipped_streams"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(heraldOK(t, db, "", "subscriptions", "--streams", "--json")), &list))
+	require.Len(t, list, 1)
+	require.Equal(t, []string{"tenant/42/invoices", "tenant/42/orders"}, list[0].Skipped)
+	require.Equal(t, 2, list[0].SkippedStreams)
 
 	out = heraldOK(t, db, "", "register", "--stream-prefix", "tenant/7/", "--id", "t7", "--namespace", "webhook", "--url", "https://audit.example/x", "--secret", goodSecret)
 	require.NotContains(t, out, "skipped")

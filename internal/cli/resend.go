@@ -64,7 +64,7 @@ without a message, and a resend would send nothing).`,
 
 // byFlag declares --by of pause, resume and resend: who acts.
 func byFlag(f *pflag.FlagSet, by *string, who string) {
-	f.StringVar(by, "by", "", who+", as shown in the evidence and the event (default: $USER)")
+	f.StringVar(by, "by", "", who+", as shown in the evidence and the event (default: $USER, else operator)")
 }
 
 // checkBy defaults by to $USER, else "operator", and checks it with reason.

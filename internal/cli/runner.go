@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/heraldpush/herald/internal/operator"
+	tbl "github.com/heraldpush/herald/internal/table"
 	"github.com/heraldpush/herald/journal"
 )
 
@@ -77,6 +78,22 @@ func (c *call) print(v any, text func(w io.Writer)) error {
 	w := &errWriter{w: c.Out}
 	text(w)
 	return w.err
+}
+
+// printTable prints rows as JSON, or as a table under header with a line a
+// value, or the line empty when there is none.
+func printTable[T any](c *call, rows []T, empty string, header []string, row func(T) []string) error {
+	return c.print(rows, func(w io.Writer) {
+		if len(rows) == 0 {
+			fmt.Fprintln(w, empty)
+			return
+		}
+		t := tbl.New(w, header...)
+		for _, v := range rows {
+			t.Row(row(v)...)
+		}
+		t.Flush()
+	})
 }
 
 // at is the instant a flag of the instant type gave, or now.
@@ -434,11 +451,17 @@ func flagError(c *cobra.Command, err error) error {
 func (v *intValue[T]) rangeWords() string { return v.words }
 
 // nearestFlag is the flag of c (its own and those it inherits) whose name is
-// fewest edits from name, if at most two (one for a short name), else "".
+// fewest edits from name, if at most two (one for a short name), else "";
+// a file's flag named with or without "-file" is nearest (register's
+// --private-key-file is keys add's --private-key).
 func nearestFlag(c *cobra.Command, name string) string {
 	best, bestD := "", min(2, len(name)/3)
 	visit := func(f *pflag.Flag) {
-		if d := editDistance(name, f.Name); d <= bestD && (best == "" || d < bestD || f.Name < best) {
+		d := editDistance(name, f.Name)
+		if strings.TrimSuffix(name, "-file") == strings.TrimSuffix(f.Name, "-file") {
+			d = 0
+		}
+		if d <= bestD && (best == "" || d < bestD || f.Name < best) {
 			best, bestD = f.Name, d
 		}
 	}

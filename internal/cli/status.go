@@ -133,12 +133,13 @@ func newRecordStatus(e *env) command {
 		long: `Show which registrations of a record's stream have acknowledged it (their cursor
 is past it) and which have not, with their state. A cursor is past a record the
 receiver acknowledged (a 2xx), and also past one it was moved over: by herald
-skip, by a rejection its --on-4xx policy skips, or because the record is not of
-the registration's --kinds; herald evidence says which. Name the record by --id,
-or by --stream and --seq. Registrations that completed (acknowledged their
-stream's final record) are gone and not listed. A record committed but not yet
-numbered (PostgreSQL, with no daemon running) is shown waiting, with the
-registrations that will get it.`,
+skip, by a rejection its --on-4xx policy skips, or because its projection made
+no message of it for this receiver (a record not of its --kinds, an activity
+addressed to none of its --actor); herald evidence says which of the first
+two. Name the record by --id, or by --stream and --seq. Registrations that
+completed (acknowledged their stream's final record) are gone and not listed.
+A record committed but not yet numbered (PostgreSQL, with no daemon running)
+is shown waiting, with the registrations that will get it.`,
 		example: `  herald record-status --stream actor/alice --seq 42
   herald record-status --id https://example.com/activities/1 --json`,
 		db: readDB,
@@ -248,7 +249,9 @@ func newHosts(e *env) command {
 nothing about the record: no connection, a timeout, a 502/503/504), with their
 state and since when, consecutive failures, the next probe, the registrations
 they hold and the last error. README, "Hosts", says how a host goes down, holds
-its registrations, is probed and comes back.`,
+its registrations, is probed and comes back. SCHEME is the ActivityPub
+signature scheme a host accepted after refusing the other (cavage: it refused
+RFC 9421; README, "ActivityPub signatures"); such a host is listed too.`,
 		example: `  herald hosts
   herald hosts --state down --json
   herald hosts reset social.example:443`,
@@ -264,19 +267,12 @@ its registrations, is probed and comes back.`,
 			if hs == nil {
 				hs = []store.Host{}
 			}
-			return c.print(hs, func(w io.Writer) {
-				switch {
-				case len(hs) == 0 && q.State != "":
-					fmt.Fprintf(w, "No host is %s.\n", q.State)
-				case len(hs) == 0:
-					fmt.Fprintln(w, "No host has failed: herald keeps health only for hosts that have.")
-				default:
-					t := tbl.New(w, "HOST", "STATE", "SINCE", "FAILURES", "NEXT PROBE", "HELD", "LAST ERROR")
-					for _, h := range hs {
-						t.Row(h.Host, h.State, operator.Instant(h.Since), fmt.Sprint(h.Failures), operator.Instant(h.NextProbeAt), fmt.Sprint(h.Held), h.LastError)
-					}
-					t.Flush()
-				}
+			empty := "No host has failed or refused a signature scheme: herald keeps a row only for hosts that have."
+			if q.State != "" {
+				empty = fmt.Sprintf("No host is %s.", q.State)
+			}
+			return printTable(c, hs, empty, []string{"HOST", "STATE", "SINCE", "FAILURES", "NEXT PROBE", "HELD", "SCHEME", "LAST ERROR"}, func(h store.Host) []string {
+				return []string{h.Host, h.State, operator.Instant(h.Since), fmt.Sprint(h.Failures), operator.Instant(h.NextProbeAt), fmt.Sprint(h.Held), h.Scheme, h.LastError}
 			})
 		},
 		subcommands: []command{newHostsReset(e)},

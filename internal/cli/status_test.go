@@ -141,7 +141,7 @@ func TestHostsSaysWhyNoneIsListed(t *testing.T) {
 	heraldOK(t, db, "", "migrate", "up")
 	code, out, errOut := runHostsCLI(t, db, "hosts")
 	require.Equal(t, ExitOK, code, errOut)
-	require.Equal(t, "No host has failed: herald keeps health only for hosts that have.\n", out)
+	require.Equal(t, "No host has failed or refused a signature scheme: herald keeps a row only for hosts that have.\n", out)
 	code, out, errOut = runHostsCLI(t, db, "hosts", "--state", "down")
 	require.Equal(t, ExitOK, code, errOut)
 	require.Equal(t, "No host is down.\n", out)

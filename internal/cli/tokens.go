@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -42,21 +43,11 @@ func newTokensList(e *env) command {
 			if err != nil {
 				return err
 			}
-			return c.print(out, func(w io.Writer) {
-				if len(out) == 0 {
-					fmt.Fprintf(w, "No token: %s makes one.\n", e.hint("tokens create"))
-					return
-				}
-				t := tbl.New(w, "ID", "NAME", "ROLE", "SCOPE", "CREATED", "LAST USED", "REVOKED")
-				for _, v := range out {
-					scope := strings.Join(v.Scope, " ")
-					if scope == "" {
-						scope = "every stream"
-					}
-					t.Row(v.ID, v.Name, string(v.Role), scope, operator.Instant(v.Created), operator.Instant(v.LastUsed), operator.Instant(v.Revoked))
-				}
-				t.Flush()
-			})
+			return printTable(c, out, fmt.Sprintf("No token: %s makes one.", e.hint("tokens create")),
+				[]string{"ID", "NAME", "ROLE", "SCOPE", "CREATED", "LAST USED", "REVOKED"}, func(v operator.TokenView) []string {
+					scope := cmp.Or(strings.Join(v.Scope, " "), "every stream")
+					return []string{v.ID, v.Name, string(v.Role), scope, operator.Instant(v.Created), operator.Instant(v.LastUsed), operator.Instant(v.Revoked)}
+				})
 		},
 	}
 }
@@ -101,7 +92,11 @@ SQLite --database is made for it, as keys add makes one.`,
 					fmt.Fprintf(w, ", scoped to %s", tbl.Cell(strings.Join(ct.Scope, " ")))
 				}
 				fmt.Fprintf(w, "). Its secret, shown this once:\n%s\n", ct.Secret)
-				fmt.Fprintf(w, "Send it as Authorization: Bearer …, or log in to the page with it; %s ends it.\n", e.hint("tokens revoke "+ct.ID))
+				use := "Send it as Authorization: Bearer …, or log in to the page with it (herald run asks for a login when HERALD_ADMIN_TOKEN is set)"
+				if ct.Role == store.RoleProducer {
+					use = "Send it as Authorization: Bearer … to the API address (herald run --api-addr) to append; the page needs a reader's token or more"
+				}
+				fmt.Fprintf(w, "%s; %s ends it.\n", use, e.hint("tokens revoke "+ct.ID))
 			})
 		},
 	}

@@ -88,3 +88,14 @@ func TestTokensCreateMakesANewSQLiteDatabase(t *testing.T) {
 	require.Contains(t, text, "shown this once:\n"+store.TokenPrefix)
 	require.Contains(t, heraldOK(t, db, "", "tokens", "list"), "ci")
 }
+
+// TestTokensCreateSaysWhereItsTokenGoes: a producer's token is sent to the
+// API address, never offered the page, which refuses it; a reader's (or
+// more) may log in to the page.
+func TestTokensCreateSaysWhereItsTokenGoes(t *testing.T) {
+	db := newDB(t)
+	producer := heraldOK(t, db, "", "tokens", "create", "--name", "ci", "--role", "producer")
+	require.Contains(t, producer, "to the API address (herald run --api-addr) to append; the page needs a reader's token or more")
+	require.NotContains(t, producer, "log in to the page")
+	require.Contains(t, heraldOK(t, db, "", "tokens", "create", "--name", "ops", "--role", "reader"), "log in to the page with it")
+}

@@ -189,6 +189,17 @@ func WithToken(ctx context.Context, tok store.Token) context.Context {
 	return context.WithValue(ctx, tokenKey{}, tok)
 }
 
+// ActedBy is who a pause, resume or resend asked with tok names when it
+// names nobody: a token made by herald tokens create, by its name and id
+// (so that the evidence says which tenant or service it was); else "an
+// operator (where)".
+func ActedBy(tok store.Token, where string) string {
+	if strings.HasPrefix(tok.ID, "tok_") {
+		return fmt.Sprintf("%s (%s)", tok.Name, tok.ID)
+	}
+	return "an operator (" + where + ")"
+}
+
 // TokenOf is the token ctx carries (WithToken), or the zero Token, which
 // has no role and no scope.
 func TokenOf(ctx context.Context) store.Token {
@@ -267,7 +278,7 @@ func MayChange(tok store.Token, k store.Key, subscription string) error {
 
 func (s scoped) Append(ctx context.Context, stream string, es ...journal.Entry) ([]journal.Record, error) {
 	if !s.tok.Sees(stream) {
-		return nil, fmt.Errorf("stream %q: %w", stream, journal.ErrNotFound)
+		return nil, Outside(s.tok, fmt.Errorf("stream %q: %w", stream, journal.ErrNotFound))
 	}
 	recs, err := s.Backend.Append(ctx, stream, es...)
 	if ce, ok := errors.AsType[*journal.ConflictError](err); ok && !s.tok.Sees(ce.Stream) {
@@ -314,13 +325,21 @@ func (s scoped) Register(ctx context.Context, r store.Registration) (store.Regis
 // create if one was made since.
 func (s scoped) mayRegister(ctx context.Context, k store.Key) error {
 	if !s.tok.Sees(k.Stream) {
-		return store.NotFound(k.Stream, k.ID)
+		return Outside(s.tok, store.NotFound(k.Stream, k.ID))
 	}
 	err := s.mayChange(ctx, k.Stream, k.ID)
 	if errors.Is(err, journal.ErrNotFound) {
 		return s.mayCreate(ctx, k)
 	}
 	return err
+}
+
+// Outside is the refusal of a create (an append, a registration) on a
+// stream tok does not see: notFound, as for any such stream, saying why,
+// since not found is no answer to a create. It tells tok only its own
+// scope, whether the stream exists or not.
+func Outside(tok store.Token, notFound error) error {
+	return fmt.Errorf("%w: this token appends and registers only on streams under its scope (%s)", notFound, strings.Join(tok.Scope, ", "))
 }
 
 // mayCreate is nil when this token may create registration k, which it

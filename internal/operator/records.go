@@ -28,8 +28,9 @@ type RecordInput struct {
 // is any JSON value, stored as given for a JSON content type (the
 // default), and for another type a JSON string, stored as its text;
 // "payload_base64" (RFC 4648 §4, padded) is bytes of any type; neither is
-// no bytes, which the journal refuses for a JSON type (null is JSON's
-// nothing). field names the record in errors ("records[2]"; "" for none).
+// no bytes, which the journal refuses for a JSON type. A JSON null is a
+// JSON type's payload (its 4 bytes), and no string for another type.
+// field names the record in errors ("records[2]"; "" for none).
 // Errors: journal.ErrInvalid.
 func (r RecordInput) Entry(field string) (journal.Entry, error) {
 	name := func(f string) string { return strings.TrimPrefix(field+"."+f, ".") }
@@ -50,7 +51,7 @@ func (r RecordInput) Entry(field string) (journal.Entry, error) {
 		e.Payload = []byte(r.Payload)
 	case r.Payload != nil:
 		var text string
-		if json.Unmarshal(r.Payload, &text) != nil {
+		if jsonKind(r.Payload) == "null" || json.Unmarshal(r.Payload, &text) != nil { // null would read as ""
 			return e, journal.Invalid(name("payload"), "is a JSON %s, but content_type %q takes a JSON string (its text) or payload_base64 (its bytes)", jsonKind(r.Payload), ct)
 		}
 		e.Payload = []byte(text)

@@ -12,12 +12,11 @@ import (
 	"github.com/heraldpush/herald/store"
 )
 
-// RotatedView answers a secret's rotation: the registration, its new
-// secret (shown in this answer only) and until when the old ones sign.
+// RotatedView answers a secret's rotation: the registration, with until
+// when the old secrets sign, and its new secret (shown in this answer only).
 type RotatedView struct {
 	RegistrationView
-	Secret   string    `json:"secret"`
-	OldUntil time.Time `json:"old_secrets_until,omitzero"` // absent: they stopped at once
+	Secret string `json:"secret"`
 }
 
 // RotateSecret gives webhook registration stream/id a new secret
@@ -48,11 +47,7 @@ func RotateSecret(ctx context.Context, s store.Store, stream, id string, now tim
 	if err != nil {
 		return RotatedView{}, err
 	}
-	out := RotatedView{RegistrationView: Held(nil).View(st), Secret: secret}
-	if expireOld > 0 {
-		out.OldUntil = now.Add(expireOld).UTC()
-	}
-	return out, nil
+	return RotatedView{RegistrationView: Held(nil).View(st), Secret: secret}, nil
 }
 
 // webhookSansSecrets decodes reg's config as a webhook config without
@@ -96,9 +91,12 @@ func MakeSecret(reg store.Registration) (store.Registration, string) {
 // registration of it signs with, returned to be shown once. It is written
 // through s.Subscribe over what was read, and read again when that changed
 // meanwhile, as Register does, so that another register of the prefix
-// (its secret shown) is never undone. Errors are check's and s's;
-// journal.ErrConflict when it changed under every read.
-func Subscribe(ctx context.Context, s store.Subscriber, check func(store.Registration) error, sub store.Subscription) (st store.SubscriptionStatus, secret string, err error) {
+// (its secret shown) is never undone. Where an existing subscription's
+// streams started is history, kept by an update: fromAsked (from was given,
+// not defaulted) with another sub.FromHead is refused. Errors are check's
+// and s's; journal.ErrInvalid naming "from"; journal.ErrConflict when it
+// changed under every read.
+func Subscribe(ctx context.Context, s store.Subscriber, check func(store.Registration) error, sub store.Subscription, fromAsked bool) (st store.SubscriptionStatus, secret string, err error) {
 	err = retryConflicts("subscription "+store.SubscriptionName(sub.Prefix, sub.ID), func() error {
 		list, err := s.Subscriptions(ctx, sub.Prefix)
 		if err != nil {
@@ -109,6 +107,10 @@ func Subscribe(ctx context.Context, s store.Subscriber, check func(store.Registr
 			if l.Prefix == sub.Prefix && l.ID == sub.ID {
 				was = l.Subscription
 			}
+		}
+		if fromAsked && was.ID != "" && was.FromHead != sub.FromHead {
+			return journal.Invalid("from", "is %s, but %s exists, its streams started from %s: from is set when a subscription is made (unregister the prefix and register it again to change it); nothing changed",
+				fromName(sub.FromHead), store.SubscriptionName(sub.Prefix, sub.ID), fromName(was.FromHead))
 		}
 		r, made, _ := keepOrMakeSecret(sub.Template(sub.Prefix), func() (store.Registration, error) {
 			if was.ID == "" {
@@ -131,6 +133,14 @@ func Subscribe(ctx context.Context, s store.Subscriber, check func(store.Registr
 		return store.SubscriptionStatus{}, "", err
 	}
 	return st, secret, nil
+}
+
+// fromName is a subscription's from as register and the API name it.
+func fromName(head bool) string {
+	if head {
+		return "head"
+	}
+	return "start"
 }
 
 // keepOrMakeSecret is theirs: was reads what reg updates (journal.ErrNotFound:

@@ -248,16 +248,23 @@ func findRecord(ctx context.Context, j journal.Journal, id, stream string, seq u
 // saying when the record was pruned).
 func RecordStatusOf(ctx context.Context, s store.Backend, id, stream, seqText string) (RecordStatus, error) {
 	var seq uint64
+	const how = "name the record by id, or by stream and seq"
 	switch {
-	case id != "" && seqText == "":
-	case id == "" && stream != "" && seqText != "":
+	case id != "" && seqText != "":
+		return RecordStatus{}, journal.Invalid("seq", "is given with id: %s, not both", how)
+	case id != "":
+	case stream == "" && seqText == "":
+		return RecordStatus{}, journal.Invalid("id", "is required: %s", how)
+	case stream == "":
+		return RecordStatus{}, journal.Invalid("stream", "is required with seq: %s", how)
+	case seqText == "":
+		return RecordStatus{}, journal.Invalid("seq", "is required with stream: %s", how)
+	default:
 		n, err := strconv.ParseUint(seqText, 10, 64)
 		if err != nil || n == 0 {
 			return RecordStatus{}, journal.Invalid("seq", "%q is not a seq (1, 2, …)", seqText)
 		}
 		seq = n
-	default:
-		return RecordStatus{}, journal.Invalid("query", "name the record by id, or by stream and seq")
 	}
 	rec, err := findRecord(ctx, s, id, stream, seq)
 	if err != nil {

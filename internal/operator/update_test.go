@@ -222,11 +222,11 @@ func TestTwoSubscribesCreatingAtOnceStoreTheSecretPrinted(t *testing.T) {
 	sub := store.Subscription{Prefix: "t/", ID: "h", Namespace: webhook.Namespace, URL: "https://receiver.example/h"}
 	var theirs string
 	s := &readRaced{Backend: mem, race: func() {
-		_, secret, err := operator.Subscribe(t.Context(), mem, nil, sub)
+		_, secret, err := operator.Subscribe(t.Context(), mem, nil, sub, false)
 		require.NoError(t, err)
 		theirs = secret
 	}}
-	st, ours, err := operator.Subscribe(t.Context(), s, nil, sub)
+	st, ours, err := operator.Subscribe(t.Context(), s, nil, sub, false)
 	require.NoError(t, err)
 	require.NotEmpty(t, theirs)
 	require.Empty(t, ours, "no second secret printed")
@@ -244,19 +244,19 @@ func TestTwoSubscribesCreatingAtOnceStoreTheSecretPrinted(t *testing.T) {
 func TestASubscribeThatKeepsTheSecretsKeepsARotationMadeMeanwhile(t *testing.T) {
 	mem := memory.New()
 	sub := store.Subscription{Prefix: "t/", ID: "h", Namespace: webhook.Namespace, URL: "https://receiver.example/h"}
-	_, first, err := operator.Subscribe(t.Context(), mem, nil, sub)
+	_, first, err := operator.Subscribe(t.Context(), mem, nil, sub, false)
 	require.NoError(t, err)
 	rotated := webhook.NewSecret()
 	s := &readRaced{Backend: mem, race: func() {
 		withSecret := sub
 		withSecret.Config = store.Config(`{"secrets":["` + rotated + `"]}`)
-		_, secret, err := operator.Subscribe(t.Context(), mem, nil, withSecret)
+		_, secret, err := operator.Subscribe(t.Context(), mem, nil, withSecret, false)
 		require.NoError(t, err)
 		require.Empty(t, secret, "its secret is given, not made")
 	}}
 	moved := sub
 	moved.URL = "https://moved.example/h"
-	st, secret, err := operator.Subscribe(t.Context(), s, nil, moved)
+	st, secret, err := operator.Subscribe(t.Context(), s, nil, moved, false)
 	require.NoError(t, err)
 	require.Empty(t, secret, "no secret made: the subscription's are kept")
 	require.Equal(t, []string{rotated}, webhookSecrets(t, st.Config), "the rotated secret, not %s, still signs", first)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/projection/activitypub"
+	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/transport"
 )
@@ -62,6 +63,10 @@ type RegistrationView struct {
 	ClientCert       bool       `json:"client_cert,omitempty"`
 	Proxy            string     `json:"proxy,omitempty"`
 	SignatureScheme  string     `json:"signature_scheme,omitempty"` // activitypub.ShownScheme
+	// Secrets counts a webhook's signing secrets; OldSecretsUntil is when
+	// the last secret a rotation retired stops signing (zero: none).
+	Secrets         int       `json:"secrets,omitempty"`
+	OldSecretsUntil time.Time `json:"old_secrets_until,omitzero"`
 }
 
 // retryView returns p as shown, nil for the zero policy (the namespace's).
@@ -167,6 +172,16 @@ func (held Held) View(s store.Status) RegistrationView {
 	}
 	if s.Namespace == activitypub.Namespace {
 		v.SignatureScheme = activitypub.ShownScheme(s.Config)
+	}
+	if s.Namespace == webhook.Namespace {
+		if c, err := webhook.ParseConfig(s.Config); err == nil {
+			v.Secrets = len(c.Secrets)
+			for _, r := range c.Retiring {
+				if r.Until.After(v.OldSecretsUntil) {
+					v.OldSecretsUntil = r.Until.UTC()
+				}
+			}
+		}
 	}
 	v.Retry = retryView(s.Retry)
 	if s.Attempts > 0 {
@@ -314,9 +329,9 @@ type SubscriptionView struct {
 	Streams       int                `json:"streams"`
 	Registrations []RegistrationView `json:"registrations,omitempty"`
 	Secret        string             `json:"secret,omitempty"` // a webhook secret made for it, shown once
-	// Subscribe's answer: the streams under the prefix it does not follow
-	// because a registration of its id that it did not make is there (at
-	// most MaxSkippedShown of them, in order; SkippedStreams counts all).
+	// With Registrations, and in Subscribe's answer: the streams under the
+	// prefix it does not follow (skipped; at most MaxSkippedShown of them,
+	// in order; SkippedStreams counts all).
 	Skipped        []string `json:"skipped,omitempty"`
 	SkippedStreams int      `json:"skipped_streams,omitempty"`
 }
@@ -326,32 +341,42 @@ type SubscriptionView struct {
 const MaxSkippedShown = 100
 
 // Subscribed is st, just subscribed through s, as shown, with the streams
-// it skipped: each holds a registration of its id that it did not make
-// (made alone before it), whose receiver, not the subscription's, gets
-// that stream's records. An error (the store's) leaves them out, not the
+// it skipped (skipped). An error (the store's) leaves them out, not the
 // rest: the subscription is made, and its secret shown only here.
 func Subscribed(ctx context.Context, s store.Store, st store.SubscriptionStatus, secret string) (SubscriptionView, error) {
 	v := SubscriptionViewOf(st)
 	v.Secret = secret
-	q := store.ListQuery{After: store.Key{Stream: st.Prefix}, Limit: store.MaxListLimit}
+	var err error
+	if v.Skipped, v.SkippedStreams, err = skipped(ctx, s, st.Prefix, st.ID); err != nil {
+		return v, fmt.Errorf("subscription %s is made, but the streams it skipped are unknown: %w", store.SubscriptionName(st.Prefix, st.ID), err)
+	}
+	return v, nil
+}
+
+// skipped returns the streams under prefix that subscription id does not
+// follow, at most MaxSkippedShown of them in order, and their count: each
+// holds a registration of its id that it did not make (made alone before
+// it), whose receiver, not the subscription's, gets that stream's records.
+// Errors are the store's.
+func skipped(ctx context.Context, s store.Store, prefix, id string) (shown []string, n int, err error) {
+	q := store.ListQuery{After: store.Key{Stream: prefix}, Limit: store.MaxListLimit}
 	for {
 		page, err := s.List(ctx, q)
 		if err != nil {
-			v.Skipped, v.SkippedStreams = nil, 0
-			return v, fmt.Errorf("subscription %s is made, but the streams it skipped are unknown: %w", store.SubscriptionName(st.Prefix, st.ID), err)
+			return nil, 0, err
 		}
 		for _, r := range page {
-			if !strings.HasPrefix(r.Stream, st.Prefix) {
-				return v, nil
+			if !strings.HasPrefix(r.Stream, prefix) {
+				return shown, n, nil
 			}
-			if r.ID == st.ID && r.Subscription != st.Prefix {
-				if v.SkippedStreams++; len(v.Skipped) < MaxSkippedShown {
-					v.Skipped = append(v.Skipped, r.Stream)
+			if r.ID == id && r.Subscription != prefix {
+				if n++; len(shown) < MaxSkippedShown {
+					shown = append(shown, r.Stream)
 				}
 			}
 		}
 		if len(page) < q.Limit {
-			return v, nil
+			return shown, n, nil
 		}
 		q.After = page[len(page)-1].Key()
 	}
@@ -369,7 +394,8 @@ func SubscriptionViewOf(st store.SubscriptionStatus) SubscriptionView {
 }
 
 // Subscriptions lists the subscriptions (of prefix, if set), with each
-// stream's registration if streams. Errors are the store's.
+// stream's registration and the streams it skipped if streams. Errors are
+// the store's.
 func Subscriptions(ctx context.Context, b store.Backend, prefix string, streams bool) ([]SubscriptionView, error) {
 	list, err := b.Subscriptions(ctx, prefix)
 	if err != nil {
@@ -390,6 +416,9 @@ func Subscriptions(ctx context.Context, b store.Backend, prefix string, streams 
 				return nil, err
 			}
 			out[i].Registrations = held.Views(regs)
+			if out[i].Skipped, out[i].SkippedStreams, err = skipped(ctx, b, st.Prefix, st.ID); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return out, nil

@@ -24,8 +24,9 @@
 // JSON format §3.1.1). A config "token" adds "Authorization: Bearer
 // <token>" (RFC 6750 §2.1).
 //
-// sdk-go v2 writes ce- header values without the percent-encoding of
-// non-ASCII that HTTP binding §3.1.3.2 asks for: such a stream, kind or id
-// travels as raw UTF-8 in binary mode (sdk-go receivers read it back as
-// sent).
+// In binary mode each ce- header value is percent-encoded as HTTP binding
+// §3.1.3.2 says (space, '"', '%' and non-ASCII; other values go as they
+// are), which sdk-go v2 does not do. Receivers on sdk-go v2.16 do not
+// decode either (cloudevents/sdk-go#1331): they see such an id, kind or
+// stream as its encoding, and get it as it is in structured mode.
 package cloudevents

@@ -155,10 +155,42 @@ func (p *Projection) Messages(ctx context.Context, rec journal.Record, reg push.
 	}
 	contentType := req.Header.Get("Content-Type")
 	req.Header.Del("Content-Type")
+	for name, vs := range req.Header { // sdk-go writes them raw (cloudevents/sdk-go#1331)
+		if strings.HasPrefix(name, "Ce-") {
+			for i, v := range vs {
+				vs[i] = percentEncode(v)
+			}
+		}
+	}
 	if cfg.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+cfg.Token)
 	}
 	return []push.Message{{ID: rec.ID, ContentType: contentType, Header: req.Header, Body: body}}, nil
+}
+
+// percentEncode encodes a ce- header value as HTTP binding §3.1.3.2 says:
+// space, '"', '%' and each byte outside printable ASCII (every byte of a
+// non-ASCII character's UTF-8) as %XY, upper-case.
+func percentEncode(v string) string {
+	const hex = "0123456789ABCDEF"
+	var b []byte // nil until a byte needs encoding: most values go as they are
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c > ' ' && c < 0x7f && c != '"' && c != '%':
+			if b != nil {
+				b = append(b, c)
+			}
+		default:
+			if b == nil {
+				b = append(make([]byte, 0, len(v)+16), v[:i]...)
+			}
+			b = append(b, '%', hex[c>>4], hex[c&0xf])
+		}
+	}
+	if b == nil {
+		return v
+	}
+	return string(b)
 }
 
 // needsBase64 says whether structured mode carries the payload under

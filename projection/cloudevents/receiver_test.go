@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -262,5 +263,65 @@ func checkDataMember(t *testing.T, id string, body []byte, member, kind string) 
 	got := map[byte]string{'"': "string", '[': "array", '{': "object"}[bytes.TrimSpace(raw)[0]]
 	if got != kind {
 		t.Errorf("%s: %q holds a JSON %s, want a %s: %s", id, member, got, kind, raw)
+	}
+}
+
+// TestBinaryModePercentEncodesHeaderValues: in binary mode every ce- header
+// value is percent-encoded as HTTP binding §3.1.3.2 says (space, '"', '%'
+// and each UTF-8 byte outside printable ASCII as %XY, upper-case; the
+// spec's own example among them), so the headers are printable ASCII;
+// other values go as they are. sdk-go's receiver (v2.16.2) takes the
+// event; it does not percent-decode (cloudevents/sdk-go#1331), so its
+// attributes are the header text, and the one round of decoding §3.1.3.2
+// asks of a receiver gives the record's values exactly. Structured mode
+// carries them in JSON, and sdk-go reads them back as they are.
+func TestBinaryModePercentEncodesHeaderValues(t *testing.T) {
+	rec := journal.Record{Stream: "actor/zoë", Seq: 1, ID: "Euro € 😀", Kind: `com.example.café"100%"`,
+		ContentType: "application/json", Payload: []byte(`{}`), AppendedAt: time.Date(2026, 3, 15, 11, 0, 0, 0, time.UTC)}
+	const source = "/caf%C3%A9" // a URI-reference is ASCII: sdk-go writes an IRI's ü as %C3%BC itself
+	want := map[string]string{
+		"Ce-Specversion": "1.0",
+		"Ce-Id":          "Euro%20%E2%82%AC%20%F0%9F%98%80", // §3.1.3.2's example
+		"Ce-Type":        "com.example.caf%C3%A9%22100%25%22",
+		"Ce-Subject":     "actor/zo%C3%AB",
+		"Ce-Source":      "/caf%25C3%25A9",
+		"Ce-Time":        "2026-03-15T11:00:00Z",
+	}
+	url, ch := sdkReceiver(t)
+	decode := func(v string) string { // §3.1.3.2: one round; invalid UTF-8 refused
+		s, err := neturl.PathUnescape(v)
+		if err != nil || !utf8.ValidString(s) {
+			t.Fatalf("%q does not percent-decode to UTF-8: %v", v, err)
+		}
+		return s
+	}
+	for _, structured := range []bool{false, true} {
+		reg := push.Registration{Stream: rec.Stream, ID: "sink", Namespace: cloudevents.Namespace, URL: url,
+			Config: push.Config(fmt.Sprintf(`{"source":%q,"structured":%t}`, source, structured))}
+		msgs, err := cloudevents.New().Messages(context.Background(), rec, reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := deliverTo(t, url, ch, msgs[0]).event
+		if err := e.Validate(); err != nil {
+			t.Errorf("structured %t: received event is invalid: %v", structured, err)
+		}
+		got := map[string]string{"id": e.ID(), "type": e.Type(), "subject": e.Subject(), "source": e.Source()}
+		if !structured {
+			for name, v := range want {
+				if h := msgs[0].Header.Values(name); len(h) != 1 || h[0] != v {
+					t.Errorf("binary %s: %q, want %q", name, h, v)
+				}
+			}
+			if got["id"] != want["Ce-Id"] || got["source"] != want["Ce-Source"] {
+				t.Errorf("sdk-go read id %q source %q: want the header text (it does not decode)", got["id"], got["source"])
+			}
+			for k, v := range got {
+				got[k] = decode(v)
+			}
+		}
+		if w := map[string]string{"id": rec.ID, "type": rec.Kind, "subject": rec.Stream, "source": source}; !maps.Equal(got, w) {
+			t.Errorf("structured %t: received %q, want %q", structured, got, w)
+		}
 	}
 }

@@ -870,6 +870,7 @@ func (s *Store) Hosts(ctx context.Context, q store.HostQuery) ([]store.Host, err
 			continue
 		}
 		h.Held = held[name]
+		h.Scheme, h.SchemeAt = s.schemes[name].scheme, s.schemes[name].at
 		out = append(out, h)
 	}
 	slices.SortFunc(out, func(a, b store.Host) int { return cmp.Compare(a.Host, b.Host) })

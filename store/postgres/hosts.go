@@ -138,9 +138,13 @@ func (s *Store) Hosts(ctx context.Context, q store.HostQuery) ([]store.Host, err
 		return nil, journal.Invalid("host", "is not valid UTF-8 text")
 	}
 	return query(ctx, s, "list hosts", nil, func(row pgx.CollectableRow) (store.Host, error) {
-		var held int64
-		h, err := scanHost(row, &held)
-		h.Held = int(held)
+		var (
+			held     int64
+			scheme   string
+			schemeAt pgtype.Timestamptz
+		)
+		h, err := scanHost(row, &held, &scheme, &schemeAt)
+		h.Held, h.Scheme, h.SchemeAt = int(held), scheme, timeOf(schemeAt)
 		return h, err
 	}, stmt("hosts"), pgx.NamedArgs{"host": q.Host, "state": q.State, "after": q.After, "limit": limit})
 }

@@ -193,6 +193,39 @@ func TestHeraldAppendDigestIsJournalDigest(t *testing.T) {
 	}
 }
 
+// TestHeraldAppendTakesJSONNullAsGoDoes: a JSON null is a JSON payload
+// for herald_append's json, jsonb and bytea overloads as for
+// journal.ValidateEntries: stored as its 4 bytes with Go's digest, and
+// the same null appended again from Go is the stored record, no conflict.
+// SQL NULL, no payload at all, is refused (TestHeraldAppendValidation).
+func TestHeraldAppendTakesJSONNullAsGoDoes(t *testing.T) {
+	ctx := t.Context()
+	d := newSQLDB(t)
+	c := d.conn(t)
+	null := journal.Entry{ID: "n", Kind: "k", ContentType: "application/json", Payload: []byte("null")}
+	_, err := journal.ValidateEntries("s", []journal.Entry{null}, 0)
+	require.NoError(t, err, "Go takes null")
+	for id, call := range map[string]string{
+		"json":  `SELECT herald_append('s', $1, 'k', 'null'::json)`,
+		"jsonb": `SELECT herald_append('s', $1, 'k', 'null'::jsonb)`,
+		"bytea": `SELECT herald_append('s', $1, 'k', 'null'::bytea, 'application/json')`,
+	} {
+		_, err := c.Exec(ctx, call, id)
+		require.NoError(t, err, call)
+		var payload, digest []byte
+		require.NoError(t, c.QueryRow(ctx, `SELECT payload, digest FROM herald_record WHERE id = $1`, id).Scan(&payload, &digest))
+		require.Equal(t, "null", string(payload), call)
+		e := null
+		e.ID = id
+		want := journal.Digest("s", e)
+		require.Equal(t, want[:], digest, call)
+		tx := openTx(t, d.s)
+		_, err = d.s.AppendTx(ctx, tx, "s", e)
+		require.NoError(t, err, "Go's append of the same null finds the stored record: %s", call)
+		require.NoError(t, tx.Commit(ctx))
+	}
+}
+
 // TestHeraldAppendIsIdempotent: the same id with the same content is a
 // no-op returning the id, whether the first append came from SQL or from
 // AppendTx, committed or not yet numbered; other content is HA409 naming

@@ -114,6 +114,17 @@ func scanHost(sc scanner) (store.Host, error) {
 	return h, err
 }
 
+// scanListedHost scans a row of the hosts statement: a host and its scheme.
+func scanListedHost(sc scanner) (store.Host, error) {
+	var (
+		h                                                 store.Host
+		since, probeAt, failureAt, failingSince, schemeAt sql.NullInt64
+	)
+	err := sc.Scan(&h.Host, &h.State, &since, &h.Failures, &h.Probes, &probeAt, &h.LastError, &failureAt, &failingSince, &h.Scheme, &schemeAt)
+	h.Since, h.NextProbeAt, h.LastFailureAt, h.FailingSince, h.SchemeAt = instant(since), instant(probeAt), instant(failureAt), instant(failingSince), instant(schemeAt)
+	return h, err
+}
+
 // pickDepth is how many due registrations of each cursor the first pick
 // reads, per registration a claim may take, when the per-host cap or
 // a probe may pass rows over: room for Run's cap (4 of each host's 10 in a
@@ -349,7 +360,7 @@ func (s *Store) Hosts(ctx context.Context, q store.HostQuery) ([]store.Host, err
 	}
 	var out []store.Host
 	err = s.read(ctx, "list hosts", func(tx *sql.Tx) error {
-		out, err = queryAll(ctx, tx, "list hosts", nil, scanHost, stmt("hosts"), q.Host, q.State, q.After, limit)
+		out, err = queryAll(ctx, tx, "list hosts", nil, scanListedHost, stmt("hosts"), q.Host, q.State, q.After, limit)
 		if err != nil || len(out) == 0 {
 			return err
 		}

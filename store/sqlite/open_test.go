@@ -27,6 +27,15 @@ func openClose(t *testing.T, path string) {
 	require.NoError(t, s.Close())
 }
 
+// migrate runs step (sqlite.MigrateUp or MigrateDown) on path, which must
+// succeed, and returns where the schema stands.
+func migrate(t *testing.T, step func(context.Context, string) (store.SchemaStatus, error), path string, msgAndArgs ...any) store.SchemaStatus {
+	t.Helper()
+	st, err := step(t.Context(), path)
+	require.NoError(t, err, msgAndArgs...)
+	return st
+}
+
 // rawExec runs statements on the file at path with a plain driver connection,
 // as another application (or a newer herald) would.
 func rawExec(t *testing.T, path string, stmts ...string) {
@@ -231,8 +240,7 @@ func TestMigrateUpDownAndStatus(t *testing.T) {
 	_, err = sqlite.MigrateDown(ctx, path)
 	require.ErrorIs(t, err, os.ErrNotExist, "nothing to migrate down")
 
-	st, err = sqlite.MigrateUp(ctx, path)
-	require.NoError(t, err)
+	st = migrate(t, sqlite.MigrateUp, path)
 	require.Equal(t, latest, st.Current)
 	for _, m := range st.Migrations {
 		require.True(t, m.Applied, m.Name)
@@ -244,8 +252,7 @@ func TestMigrateUpDownAndStatus(t *testing.T) {
 	require.NoError(t, s.Close())
 
 	for v := latest - 1; v >= 0; v-- {
-		st, err = sqlite.MigrateDown(ctx, path)
-		require.NoError(t, err)
+		st = migrate(t, sqlite.MigrateDown, path)
 		require.Equal(t, v, st.Current)
 		require.False(t, st.Migrations[v].Applied)
 	}
@@ -253,23 +260,19 @@ func TestMigrateUpDownAndStatus(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, st.Pending())
 	before := snap(t, path)
-	st, err = sqlite.MigrateDown(ctx, path)
-	require.NoError(t, err, "at version 0 a step down does nothing")
+	st = migrate(t, sqlite.MigrateDown, path, "at version 0 a step down does nothing")
 	require.Equal(t, 0, st.Current)
 	requireUnchanged(t, before, path, "MigrateDown at version 0")
-	st, err = sqlite.MigrateUp(ctx, path)
-	require.NoError(t, err)
+	st = migrate(t, sqlite.MigrateUp, path)
 	require.Equal(t, latest, st.Current)
 	before = snap(t, path)
-	st, err = sqlite.MigrateUp(ctx, path)
-	require.NoError(t, err)
+	st = migrate(t, sqlite.MigrateUp, path)
 	require.Equal(t, latest, st.Current)
 	requireUnchanged(t, before, path, "MigrateUp at the latest version")
 
 	// Fully reverted, the file is a herald database at version 0: Open
 	// takes it, and the journal went with the tables.
-	_, err = sqlite.MigrateDown(ctx, path)
-	require.NoError(t, err)
+	migrate(t, sqlite.MigrateDown, path)
 	s, err = sqlite.Open(ctx, path)
 	require.NoError(t, err)
 	_, err = s.Lookup(ctx, "kept")
@@ -320,14 +323,12 @@ func TestOpenWithoutMigrating(t *testing.T) {
 	_, statErr := os.Stat(path)
 	require.ErrorIs(t, statErr, os.ErrNotExist, "nothing was created")
 
-	_, err = sqlite.MigrateUp(ctx, path)
-	require.NoError(t, err)
+	migrate(t, sqlite.MigrateUp, path)
 	s, err := sqlite.Open(ctx, path, sqlite.WithoutMigrating())
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 
-	_, err = sqlite.MigrateDown(ctx, path)
-	require.NoError(t, err)
+	migrate(t, sqlite.MigrateDown, path)
 	before := snap(t, path)
 	_, err = sqlite.Open(ctx, path, sqlite.WithoutMigrating())
 	require.ErrorIs(t, err, store.ErrSchemaBehind)
@@ -359,8 +360,7 @@ func requireLatestClean(t *testing.T, path string) {
 func TestADirtyVersionIsSettledAsTheErrorSays(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "herald.db")
-	_, err := sqlite.MigrateUp(ctx, path)
-	require.NoError(t, err)
+	migrate(t, sqlite.MigrateUp, path)
 	rawExec(t, path, "UPDATE schema_migrations SET dirty = 1")
 	before := snap(t, path)
 	st, err := sqlite.MigrationStatus(ctx, path)
@@ -393,13 +393,11 @@ func TestADirtyVersionIsSettledAsTheErrorSays(t *testing.T) {
 func TestAFailedMigrationChangesNothing(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "herald.db")
-	_, err := sqlite.MigrateUp(ctx, path)
-	require.NoError(t, err)
-	_, err = sqlite.MigrateDown(ctx, path)
-	require.NoError(t, err)
+	migrate(t, sqlite.MigrateUp, path)
+	migrate(t, sqlite.MigrateDown, path)
 	rawExec(t, path, "CREATE TABLE herald_host (x)") // what migration 001 creates last
 
-	_, err = sqlite.MigrateUp(ctx, path)
+	_, err := sqlite.MigrateUp(ctx, path)
 	require.ErrorContains(t, err, "migration 001_init up: ")
 	require.ErrorContains(t, err, "table herald_host already exists", "the driver's message is kept")
 	require.ErrorContains(t, err, path)
@@ -460,11 +458,9 @@ func TestMigrateBesideAnOpenStore(t *testing.T) {
 	s, err := sqlite.Open(ctx, path)
 	require.NoError(t, err)
 	defer s.Close()
-	st, err := sqlite.MigrateDown(ctx, path)
-	require.NoError(t, err)
+	st := migrate(t, sqlite.MigrateDown, path)
 	require.Equal(t, sqlite.SchemaVersion()-1, st.Current)
-	st, err = sqlite.MigrateUp(ctx, path)
-	require.NoError(t, err)
+	st = migrate(t, sqlite.MigrateUp, path)
 	require.Equal(t, sqlite.SchemaVersion(), st.Current)
 	_, err = s.Append(ctx, "s", journal.Entry{ID: "a", Kind: "k", Payload: []byte(`{}`)})
 	require.NoError(t, err)

@@ -476,7 +476,7 @@ func testAHostWithNoRegistrationAndNoFailureForTheRetentionAgeIsRemoved(t *testi
 
 // testAHostsSchemeIsKeptOnItsRowBesideItsHealth: store.HostSchemes. A host
 // with no row has no scheme; setting one makes the row, up, and every
-// reader sees it; setting again replaces it; the host's failures and an
+// reader sees it, Hosts too (herald hosts shows it); setting again replaces it; the host's failures and an
 // operator's reset leave it, and it leaves them; bad input changes nothing.
 func testAHostsSchemeIsKeptOnItsRowBesideItsHealth(t *testing.T, b Backend) {
 	ctx := t.Context()
@@ -490,8 +490,8 @@ func testAHostsSchemeIsKeptOnItsRowBesideItsHealth(t *testing.T, b Backend) {
 	require.NoError(t, err)
 	require.Equal(t, "cavage", scheme)
 	require.True(t, learned.Equal(at(5)), "learned at %v, want %v", learned, at(5))
-	require.Equal(t, []store.Host{{Host: hostB, State: store.HostUp, Since: at(5)}}, utcHosts(hosts(t, b, store.HostQuery{})),
-		"the row is made, up, with no failures")
+	require.Equal(t, []store.Host{{Host: hostB, State: store.HostUp, Since: at(5), Scheme: "cavage", SchemeAt: at(5)}},
+		utcHosts(hosts(t, b, store.HostQuery{})), "the row is made, up, with no failures, and lists its scheme")
 
 	downHost(t, b, 2, at(10)) // hostA down
 	require.NoError(t, b.SetHostScheme(ctx, hostA, "rfc9421", at(40)))
@@ -500,6 +500,8 @@ func testAHostsSchemeIsKeptOnItsRowBesideItsHealth(t *testing.T, b Backend) {
 	require.Len(t, listed, 2)
 	require.Equal(t, store.HostDown, listed[0].State, "setting a scheme leaves the host's health")
 	require.Equal(t, store.HostUp, listed[1].State)
+	require.Equal(t, []string{"rfc9421", "rfc9421"}, []string{listed[0].Scheme, listed[1].Scheme}, "a host's failures leave its scheme")
+	require.Equal(t, at(50), listed[1].SchemeAt, "set again: learned anew")
 	_, err = b.ResetHost(ctx, hostA, at(60))
 	require.NoError(t, err)
 	for host, want := range map[string]string{hostA: "rfc9421", hostB: "rfc9421"} {
@@ -526,7 +528,7 @@ func testAHostsSchemeIsKeptOnItsRowBesideItsHealth(t *testing.T, b Backend) {
 // utcHosts drops Held and puts instants in UTC, for comparison.
 func utcHosts(hs []store.Host) []store.Host {
 	for i := range hs {
-		hs[i].Since = hs[i].Since.UTC()
+		hs[i].Since, hs[i].SchemeAt = hs[i].Since.UTC(), hs[i].SchemeAt.UTC()
 	}
 	return hs
 }

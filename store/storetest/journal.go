@@ -16,7 +16,7 @@ var journalTests = []test{
 	testSeqsStartAtOnePerStream, testReadRangesAndLimits, testReadStopsAtItsByteBound, testRecordRoundTrip, testIdempotentAppend,
 	testConflictChangesNothing, testBatchIsAllOrNothing, testFinalRecordSealsStream,
 	testBadJournalInputChangesNothing, testConcurrentAppendsAreGapless, testTraceContextStoredWithTheRecord,
-	testABacklogWaitingToBeNumberedIsVisible,
+	testABacklogWaitingToBeNumberedIsVisible, testJSONNullIsAPayloadNotAnAbsence,
 }
 
 func testSeqsStartAtOnePerStream(t *testing.T, b Backend) {
@@ -345,4 +345,26 @@ func testTraceContextStoredWithTheRecord(t *testing.T, b Backend) {
 	bad.Traceparent = "00-00000000000000000000000000000000-00f067aa0ba902b7-01"
 	require.ErrorIs(t, errOf(b.Append(t.Context(), "s", bad)), journal.ErrInvalid)
 	require.ErrorIs(t, errOf(b.Lookup(t.Context(), "bad")), journal.ErrNotFound, "nothing was written")
+}
+
+// A JSON null is a JSON value, so a JSON type's payload: stored as its 4
+// bytes, appended again idempotently. No bytes at all is what a JSON type
+// refuses.
+func testJSONNullIsAPayloadNotAnAbsence(t *testing.T, b Backend) {
+	null := journal.Entry{ID: "null-1", Kind: "k", Payload: []byte("null")}
+	recs, err := b.Append(t.Context(), "nulls", null)
+	require.NoError(t, err)
+	again, err := b.Append(t.Context(), "nulls", null)
+	require.NoError(t, err, "the same null again is not a conflict")
+	require.Equal(t, recs[0].Seq, again[0].Seq)
+	got, err := b.Lookup(t.Context(), "null-1")
+	require.NoError(t, err)
+	require.Equal(t, "null", string(got.Payload))
+	require.Equal(t, journal.DefaultContentType, got.ContentType)
+
+	_, err = b.Append(t.Context(), "nulls", journal.Entry{ID: "none", Kind: "k"})
+	var inv *journal.InvalidError
+	require.ErrorAs(t, err, &inv)
+	require.Equal(t, "entries[0].payload", inv.Field)
+	require.Equal(t, uint64(1), head(t, b, "nulls"), "the refusal wrote nothing")
 }

@@ -299,22 +299,15 @@ func testSubscribeAnswersTheOneItNames(t *testing.T, b Backend) {
 // settings are was's it applies, though it follows more streams since.
 func testASubscribeOverChangedSettingsIsRefused(t *testing.T, b Backend) {
 	appendN(t, b, "t/1", 1)
-	cases := map[string]func(s *store.Subscription){
-		"url":         func(s *store.Subscription) { s.URL = "https://other.example/x" },
-		"namespace":   func(s *store.Subscription) { s.Namespace = "cloudevents" },
-		"config":      func(s *store.Subscription) { s.Config = store.Config(`{"secret":"rotated"}`) },
-		"on_rejected": func(s *store.Subscription) { s.OnRejected = store.RejectSkip },
-		"kinds":       func(s *store.Subscription) { s.Kinds = []string{"a.*"} },
-		"window":      func(s *store.Subscription) { s.Window = 4 },
-		"retain_max":  func(s *store.Subscription) { s.RetainMax = 3 * time.Hour },
-		"retry":       func(s *store.Subscription) { s.Retry = store.RetryPolicy{MaxAttempts: 7} },
-	}
-	for name, change := range cases {
+	for name, change := range settingChanges {
+		if name == "rate" {
+			continue // a subscription has no rate
+		}
 		subscribe(t, b, sub("t/", name))
 		was := subscription(t, b, "t/", name)
-		other := was
+		other := was.Template("")
 		change(&other)
-		subscribe(t, b, other) // another process's, after the read
+		subscribe(t, b, store.SubscriptionOf(was.Prefix, other, was.FromHead)) // another process's, after the read
 		before, stored := subscription(t, b, "t/", name), get(t, b, "t/1", name)
 
 		mine := was

@@ -47,23 +47,27 @@ func testAnUpdateOverUnchangedSettingsApplies(t *testing.T, b Backend) {
 	require.Equal(t, "https://moved.example/r", get(t, b, "s", "r").URL)
 }
 
+// settingChanges change one setting of a registration each, by its field's
+// name, as another process's update would: an Update or Subscribe over what
+// was read before must see it.
+var settingChanges = map[string]func(r *store.Registration){
+	"url":         func(r *store.Registration) { r.URL = "https://other.example/x" },
+	"namespace":   func(r *store.Registration) { r.Namespace = "cloudevents" },
+	"config":      func(r *store.Registration) { r.Config = store.Config(`{"secret":"rotated"}`) },
+	"on_rejected": func(r *store.Registration) { r.OnRejected = store.RejectSkip },
+	"kinds":       func(r *store.Registration) { r.Kinds = []string{"a.*"} },
+	"window":      func(r *store.Registration) { r.Window = 4 },
+	"retain_max":  func(r *store.Registration) { r.RetainMax = 3 * time.Hour },
+	"retry":       func(r *store.Registration) { r.Retry = store.RetryPolicy{MaxAttempts: 7} },
+	"rate":        func(r *store.Registration) { r.Rate = store.Rate{Count: 9, Per: time.Minute} },
+}
+
 // testAnUpdateOverChangedSettingsIsRefused: Update over a registration
 // whose settings changed since was, any one of them, is refused with
 // ErrConflict naming it, and changes nothing: what changed it stays.
 func testAnUpdateOverChangedSettingsIsRefused(t *testing.T, b Backend) {
 	appendN(t, b, "s", 3)
-	cases := map[string]func(r *store.Registration){
-		"url":         func(r *store.Registration) { r.URL = "https://other.example/x" },
-		"namespace":   func(r *store.Registration) { r.Namespace = "cloudevents" },
-		"config":      func(r *store.Registration) { r.Config = store.Config(`{"secret":"rotated"}`) },
-		"on_rejected": func(r *store.Registration) { r.OnRejected = store.RejectSkip },
-		"kinds":       func(r *store.Registration) { r.Kinds = []string{"a.*"} },
-		"window":      func(r *store.Registration) { r.Window = 4 },
-		"retain_max":  func(r *store.Registration) { r.RetainMax = 3 * time.Hour },
-		"retry":       func(r *store.Registration) { r.Retry = store.RetryPolicy{MaxAttempts: 7} },
-		"rate":        func(r *store.Registration) { r.Rate = store.Rate{Count: 9, Per: time.Minute} },
-	}
-	for name, change := range cases {
+	for name, change := range settingChanges {
 		register(t, b, reg("s", name, "webhook"))
 		was := get(t, b, "s", name).Registration
 		other := was

@@ -75,7 +75,7 @@ WITH held AS (
     GROUP BY r.host
 )
 SELECT h.host, h.state, h.since, h.failures, h.probes, h.next_probe_at, h.last_error, h.last_failure_at, h.failing_since,
-    coalesce(held.n, 0)
+    coalesce(held.n, 0), h.signature_scheme, h.scheme_at
 FROM herald_host h LEFT JOIN held ON held.host = h.host
 WHERE (@host::text = '' OR h.host = @host) AND (@state::text = '' OR h.state = @state) AND h.host > @after
 ORDER BY h.host

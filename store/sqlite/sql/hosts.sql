@@ -42,7 +42,7 @@ UPDATE herald_stream SET wake_at = ?1
 			WHERE stream IN (SELECT stream FROM herald_registration WHERE host = ?2 AND parked = 0)
 
 -- name: hosts
-SELECT {{template "host_columns"}} FROM herald_host
+SELECT {{template "host_columns"}}, signature_scheme, scheme_at FROM herald_host
 			WHERE (?1 = '' OR host = ?1) AND (?2 = '' OR state = ?2) AND host > ?3 ORDER BY host LIMIT ?4
 
 -- name: held
