@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/http2"
+
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
@@ -106,9 +108,12 @@ func classifyError(err error, timedOut bool, timeout time.Duration, stage int32,
 	dns := errors.As(err, new(*resolveError))
 	alert, certRefused := certificateRefused(err)
 	own := proxied && !dns
+	var stream http2.StreamError // net/http's own converts to it (errors.As)
 	switch netErr, isNet := errors.AsType[net.Error](err); {
 	case timedOut || errors.Is(err, context.DeadlineExceeded):
 		reason = fmt.Sprintf("timeout: no answer within %v (%s)", timeout, words)
+	case errors.As(err, &stream):
+		return streamFailed(stream, words)
 	case dns: // "dns: …", even when the lookup itself timed out (not the request)
 	case certRefused:
 		reason, own = "client certificate refused by the receiver: "+alert, true
@@ -125,10 +130,26 @@ func classifyError(err error, timedOut bool, timeout time.Duration, stage int32,
 	return push.Outcome{Verdict: push.Transient, Reason: reason, HostLevel: !own}
 }
 
+// streamFailed classifies an HTTP/2 stream error: one request failed on a
+// connection that still serves the others. The receiver reset the stream
+// or sent frames on it that are no valid answer: it answered, and what is
+// wrong is the registration's, as a 5xx is. REFUSED_STREAM apart: the
+// receiver did not process the request (RFC 9113 §8.7), an overload, as a
+// 503 says; net/http retries it within the attempt first.
+func streamFailed(se http2.StreamError, words string) push.Outcome {
+	switch {
+	case se.Code == http2.ErrCodeRefusedStream:
+		return push.Outcome{Verdict: push.Transient, Reason: "request refused by the receiver (HTTP/2 REFUSED_STREAM) " + words, HostLevel: true}
+	case se.Cause == nil: // herald reset it, for a frame that broke the protocol (a flow-control window overrun)
+		return push.Outcome{Verdict: push.Transient, Reason: "answer not valid HTTP/2: " + se.Code.String(), Answered: true}
+	case se.Cause.Error() == "received from peer": // net/http's cause of an RST_STREAM
+		return push.Outcome{Verdict: push.Transient, Reason: "stream reset by the receiver (HTTP/2 " + se.Code.String() + ") " + words, Answered: true}
+	}
+	return push.Outcome{Verdict: push.Transient, Reason: "answer not valid HTTP/2: " + se.Cause.Error(), Answered: true}
+}
+
 // answerFailed says how an answer that began went wrong: cut short, or not
-// HTTP, showing what the receiver sent. net/http quotes the receiver's
-// bytes in its errors (%q); each quoted value is shown again cut, as
-// journal.Quoted cuts it.
+// HTTP, showing what the receiver sent (requote cuts it).
 func answerFailed(err error) string {
 	closed := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 	_, broken := errors.AsType[*net.OpError](err) // a reset
@@ -141,8 +162,15 @@ func answerFailed(err error) string {
 	case broken:
 		return "answer cut: " + err.Error()
 	}
-	msg, b := err.Error(), strings.Builder{}
-	b.WriteString("answer not valid HTTP: ")
+	return "answer not valid HTTP: " + err.Error()
+}
+
+// requote shows again each Go-quoted value in msg as journal.Quoted does,
+// cut: net/http quotes the receiver's bytes in its errors (%q), whole (a
+// header line, a GOAWAY's debug data). Redact first: a secret the cut
+// splits would no longer match.
+func requote(msg string) string {
+	var b strings.Builder
 	for {
 		i := strings.IndexByte(msg, '"')
 		if i < 0 {

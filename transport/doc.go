@@ -20,7 +20,10 @@
 //	timeout, refused or reset connection,
 //	DNS failure, TLS failure                      Transient, HostLevel
 //	an answer begun that is not valid HTTP or is
-//	cut short (timeouts apart)                    Transient, the registration's
+//	cut short (timeouts apart); an HTTP/2 stream
+//	the receiver resets or answers invalidly      Transient, the registration's
+//	HTTP/2 GOAWAY closing the connection,
+//	REFUSED_STREAM                                Transient, HostLevel
 //	502, 503, 504 without a valid Retry-After     Transient, HostLevel
 //	the registration's own proxy failing (not
 //	reached, CONNECT refused, tunnel stalled or

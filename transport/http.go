@@ -314,7 +314,11 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 			st.conn = c
 		}
 	}
-	st.trace.WroteRequest = func(httptrace.WroteRequestInfo) { st.stage.CompareAndSwap(stageSending, stageWaiting) } // an answer may come first
+	st.trace.WroteRequest = func(i httptrace.WroteRequestInfo) { // an answer may come first
+		if i.Err == nil { // else still sending: HTTP/2 reports the write its timeout cut
+			st.stage.CompareAndSwap(stageSending, stageWaiting)
+		}
+	}
 	st.trace.GotFirstResponseByte = func() { st.stage.Store(stageAnswering) }
 	req, err := t.newRequest(httptrace.WithClientTrace(reqCtx, &st.trace), u, rt.header, msg, at)
 	if err != nil {
@@ -334,7 +338,7 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 			}
 		}
 		out := classifyError(err, timedOut(), t.opts.Timeout, stage, rt.key.proxy != "")
-		out.Reason = newRedactor(u, req.Header).String(out.Reason)
+		out.Reason = requote(newRedactor(u, req.Header).String(out.Reason))
 		return out, nil
 	}
 	out := Classify(resp.StatusCode, resp.Header, at)
