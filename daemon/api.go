@@ -259,6 +259,9 @@ func (d *Daemon) template(e endpointRequest, stream, id string) (push.Registrati
 	if wk == nil {
 		return push.Registration{}, nil, journal.Invalid("namespace", "%q is not served by this daemon (it serves %s)", e.Namespace, strings.Join(d.served, ", "))
 	}
+	if string(e.Config) == "null" { // absent, as every other key's null is
+		e.Config = nil
+	}
 	reg := push.Registration{Stream: stream, ID: id, Namespace: e.Namespace, URL: e.URL, Kinds: e.Kinds, NextSeq: 1,
 		OnRejected: push.RejectPolicy(cmp.Or(e.OnRejected, string(push.RejectRetry))), Config: push.Config(e.Config)}
 	if e.Window != nil {

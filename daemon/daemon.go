@@ -178,6 +178,11 @@ func New(opts Options) (*Daemon, error) {
 		return bad("%v", err)
 	}
 	opts.Every, opts.Logger = cmp.Or(opts.Every, DefaultEvery), cmp.Or(opts.Logger, slog.Default())
+	if certs != nil {
+		certs.warn = func(err error) {
+			opts.Logger.Warn("herald: the TLS files changed and do not load; serving the last good pair", "err", err)
+		}
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}

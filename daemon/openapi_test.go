@@ -572,3 +572,37 @@ func TestOpenAPIBoundsAreTheHandlers(t *testing.T) {
 		}
 	}
 }
+
+// A null is absent to the handlers for every optional key of a
+// registration or a subscription (README: a rate "absent or null"); the
+// document passes what they take, so a client checked against it may send
+// null as they may.
+func TestOpenAPIPassesTheNullsTheHandlersTakeAsAbsent(t *testing.T) {
+	v := docValidator(t)
+	srv := apiServer(t, memory.New(), testToken)
+	const secrets = `"config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}`
+	shared := []string{"on_4xx", "kinds", "window", "retain_max", "retry_schedule", "max_attempts", "retry_for", "config"}
+	for _, c := range []struct {
+		path, body string
+		fields     []string
+	}{
+		{"/v1/registrations", `"stream": "orders/1", "id": "billing"`, append([]string{"from_seq", "rate"}, shared...)},
+		{"/v1/subscriptions", `"stream_prefix": "orders/", "id": "billing"`, append([]string{"from"}, shared...)},
+	} {
+		for _, field := range c.fields {
+			body := `{` + c.body + `, "namespace": "webhook", "url": "https://billing.example/", "` + field + `": null`
+			if field != "config" {
+				body += ", " + secrets
+			}
+			body += "}"
+			code, answer := call(t, srv, http.MethodPost, c.path, "application/json", testToken, body)
+			require.Contains(t, []int{http.StatusCreated, http.StatusOK}, code, "%s %s null: %s", c.path, field, answer)
+			req, err := http.NewRequest(http.MethodPost, "http://herald.test"+c.path, strings.NewReader(body))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer tok")
+			ok, verrs := v.ValidateHttpRequest(req)
+			require.True(t, ok, "%s %s null is stored, and the document refuses it: %s", c.path, field, describe(verrs))
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"sync"
@@ -62,34 +63,71 @@ func checkTLS(opts Options) (*certFiles, error) {
 // handshake without a restart.
 type certFiles struct {
 	cert, key string
+	warn      func(error) // told once of each failure that keeps the last good pair
 
 	mu            sync.Mutex
 	loaded        *tls.Certificate
 	certAt, keyAt time.Time
+	told          string // the failure told last; "" once a pair loads
 }
 
 // get returns the key pair, loading it again when a file's modification
 // time changed. Errors name the files and never the key.
 func (c *certFiles) get() (*tls.Certificate, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	ci, err1 := os.Stat(c.cert)
 	ki, err2 := os.Stat(c.key)
 	if err := errors.Join(err1, err2); err != nil {
-		return nil, fmt.Errorf("TLS: %w", err)
+		return c.keep(fmt.Errorf("TLS: %w", err))
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.loaded != nil && ci.ModTime().Equal(c.certAt) && ki.ModTime().Equal(c.keyAt) {
 		return c.loaded, nil
 	}
-	pair, err := tls.LoadX509KeyPair(c.cert, c.key)
+	pair, err := loadPair(c.cert, c.key)
 	if err != nil {
-		if c.loaded != nil {
-			return c.loaded, nil // half-written during a renewal: keep the last good pair
-		}
-		return nil, fmt.Errorf("TLS certificate %s and key %s: %w", c.cert, c.key, err)
+		return c.keep(fmt.Errorf("TLS certificate %s and key %s: %w", c.cert, c.key, err))
 	}
-	c.loaded, c.certAt, c.keyAt = &pair, ci.ModTime(), ki.ModTime()
+	c.loaded, c.certAt, c.keyAt, c.told = &pair, ci.ModTime(), ki.ModTime(), ""
 	return c.loaded, nil
+}
+
+// keep answers err with the last good pair, if any: a renewal half done
+// (a file removed or half-written) must not fail every handshake, nor one
+// gone wrong pass unnoticed until the old certificate expires.
+func (c *certFiles) keep(err error) (*tls.Certificate, error) {
+	if c.loaded == nil {
+		return nil, err
+	}
+	if c.warn != nil && err.Error() != c.told {
+		c.told = err.Error()
+		c.warn(err)
+	}
+	return c.loaded, nil
+}
+
+// maxTLSFileBytes bounds a certificate or key file: a chain is a few KiB,
+// and a device named by mistake (/dev/zero) must not fill memory.
+const maxTLSFileBytes = 1 << 20
+
+// loadPair is tls.LoadX509KeyPair with each file read to maxTLSFileBytes.
+func loadPair(certFile, keyFile string) (tls.Certificate, error) {
+	var pem [2][]byte
+	for i, name := range []string{certFile, keyFile} {
+		f, err := os.Open(name)
+		if err != nil {
+			return tls.Certificate{}, err
+		}
+		pem[i], err = io.ReadAll(io.LimitReader(f, maxTLSFileBytes+1))
+		f.Close()
+		switch {
+		case err != nil:
+			return tls.Certificate{}, err
+		case len(pem[i]) > maxTLSFileBytes:
+			return tls.Certificate{}, fmt.Errorf("%s is longer than %d bytes: not a PEM file", name, maxTLSFileBytes)
+		}
+	}
+	return tls.X509KeyPair(pem[0], pem[1])
 }
 
 // config is the servers' TLS configuration over c: TLS 1.2 at least.

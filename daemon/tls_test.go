@@ -10,12 +10,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldpush/herald/internal/keytest"
+	"github.com/heraldpush/herald/internal/logtest"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store/memory"
@@ -139,4 +141,74 @@ func TestOffLoopbackNeedsTLS(t *testing.T) {
 	o.TLSKeyFile = certFile // not a key
 	_, err = New(o)
 	require.ErrorContains(t, err, "TLS certificate "+certFile)
+}
+
+// A renewal that leaves no pair to load (a file removed before its
+// replacement is written, a half-written key, a key of another
+// certificate) keeps the last good pair served, as before it, and says so
+// in the log once, naming the files and never the key; the next good pair
+// is served. Before, a missing file failed every handshake and a bad pair
+// was kept without a word, to be found when the old certificate expired.
+func TestARenewalThatLeavesNoPairKeepsTheLastOneAndSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, pool := selfSigned(t, dir)
+	goodKey, err := os.ReadFile(keyFile)
+	require.NoError(t, err)
+	var logs logtest.Buffer
+	d := start(t, Options{Store: memory.New(), Transport: noTransport, Projections: []push.Projection{webhook.New()},
+		APIAddr: "127.0.0.1:0", APIToken: testToken, TLSCertFile: certFile, TLSKeyFile: keyFile, Logger: logs.Logger()})
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, DisableKeepAlives: true}}
+	served := func(step string) {
+		t.Helper()
+		for range 2 { // the second handshake tells nothing new
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "https://"+d.Addrs.API+"/v1/openapi.json", nil)
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			resp, err := c.Do(req)
+			require.NoError(t, err, step)
+			resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode, step)
+		}
+	}
+	later := time.Now()
+	write := func(b []byte) {
+		require.NoError(t, os.WriteFile(keyFile, b, 0o600))
+		later = later.Add(time.Minute) // a modification time surely new
+		require.NoError(t, os.Chtimes(keyFile, later, later))
+	}
+	_, otherKey, _ := selfSigned(t, t.TempDir())
+	other, err := os.ReadFile(otherKey)
+	require.NoError(t, err)
+
+	require.NoError(t, os.Remove(keyFile))
+	served("the key file removed")
+	write([]byte("-----BEGIN PRIVATE KEY-----\nMIIE"))
+	served("a half-written key")
+	write(other)
+	served("another certificate's key")
+	for _, want := range []string{"no such file or directory", "failed to find any PEM data in key input", "private key does not match public key"} {
+		require.Equal(t, 1, strings.Count(logs.String(), want), "told once: %s\n%s", want, logs.String())
+	}
+	require.Equal(t, 3, strings.Count(logs.String(), "serving the last good pair"), logs.String())
+	require.Contains(t, logs.String(), keyFile)
+	require.NotContains(t, logs.String(), string(other[40:80]), "the log shows no key")
+
+	write(goodKey)
+	served("the good key back")
+	require.Equal(t, 3, strings.Count(logs.String(), "serving the last good pair"), logs.String())
+}
+
+// A certificate or key file longer than maxTLSFileBytes is refused naming
+// it, having read no more: --tls-cert naming a device (/dev/zero) or a log
+// must not fill memory.
+func TestATLSFileLongerThanAnyPEMIsRefused(t *testing.T) {
+	certFile, keyFile, _ := selfSigned(t, t.TempDir())
+	big := filepath.Join(t.TempDir(), "big.pem")
+	require.NoError(t, os.WriteFile(big, make([]byte, maxTLSFileBytes+1), 0o600))
+	for _, pair := range [][2]string{{big, keyFile}, {certFile, big}} {
+		err := LoadTLS(pair[0], pair[1])
+		require.ErrorContains(t, err, big)
+		require.ErrorContains(t, err, "is longer than")
+	}
+	require.NoError(t, LoadTLS(certFile, keyFile))
 }

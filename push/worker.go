@@ -199,6 +199,11 @@ const (
 	// wait. A turn's lease is renewed while it runs, so a receiver may take
 	// longer (README.md, invariant 7).
 	DefaultLease = 6 * time.Second
+	// MaxLease (1 h) bounds WithLease: a turn renews its lease while it
+	// runs, so a longer one serves no receiver and only keeps a killed
+	// worker's registrations waiting (and far past it, a lease's end is past
+	// the instants a store keeps, and every claim fails).
+	MaxLease = time.Hour
 	// DefaultSweepLimit (256) bounds one claim of Run's dispatcher: one Due
 	// query's rows.
 	DefaultSweepLimit = 256
@@ -259,7 +264,7 @@ func WithDrainPage(n int) Option { return func(o *options) { o.DrainPage = n } }
 // that would pass it, and a record larger than n is read alone.
 func WithPageBytes(n int) Option { return func(o *options) { o.PageBytes = n } }
 
-// WithLease sets how long a claim lasts, at least 2 s (default DefaultLease).
+// WithLease sets how long a claim lasts, 2 s to MaxLease (default DefaultLease).
 func WithLease(d time.Duration) Option { return func(o *options) { o.Lease = d } }
 
 // WithSweepLimit bounds each claim of Run, at least 1 (default
@@ -331,8 +336,8 @@ func (o *options) validate() error {
 	if o.PageBytes < 1 || o.PageBytes > MaxPageBytes {
 		bad("PageBytes", "is %d: it must be from 1 to %d", o.PageBytes, MaxPageBytes)
 	}
-	if o.Lease < 2*time.Second {
-		bad("Lease", "is %v: it must be at least 2s", o.Lease)
+	if o.Lease < 2*time.Second || o.Lease > MaxLease {
+		bad("Lease", "is %v: it must be from 2s to %v", o.Lease, MaxLease)
 	}
 	if o.MaxRetryAfter < time.Second {
 		bad("MaxRetryAfter", "is %v: it must be at least 1s", o.MaxRetryAfter)

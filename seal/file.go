@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -63,13 +64,25 @@ func (k *Keyring) Marshal() []byte {
 	return []byte(b.String())
 }
 
-// LoadFile reads the key file at path (Parse). Its errors are
-// os.ReadFile's and Parse's: the caller names path (it may be a user's
-// text, of any length).
+// MaxFileBytes bounds a key file LoadFile reads: thousands of keys, and
+// never a device's endless bytes (/dev/zero) in memory.
+const MaxFileBytes = 1 << 20
+
+// LoadFile reads the key file at path (Parse), of at most MaxFileBytes.
+// Its errors are os.Open's, a read's and Parse's: the caller names path (it
+// may be a user's text, of any length).
 func LoadFile(path string) (*Keyring, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	switch {
+	case err != nil:
+		return nil, err
+	case len(b) > MaxFileBytes:
+		return nil, fmt.Errorf("keyring: is longer than %d bytes: not a key file", MaxFileBytes)
 	}
 	return Parse(string(b))
 }

@@ -129,3 +129,19 @@ func TestKeyFilesAreMadeReadableByTheirOwnerOnly(t *testing.T) {
 	require.Equal(t, k2.IDs(), back.IDs())
 	require.True(t, errors.Is(seal.ReplaceFile(filepath.Join(t.TempDir(), "none"), k2), os.ErrNotExist))
 }
+
+// A key file longer than MaxFileBytes is refused having read no more:
+// a keyring path pointing at a device or a log (/dev/zero) must not fill
+// memory.
+func TestLoadFileReadsAtMostMaxFileBytes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keyring")
+	k := seal.Generate()
+	long := append(k.Marshal(), strings.Repeat("#", seal.MaxFileBytes)...)
+	require.NoError(t, os.WriteFile(path, long, 0o600))
+	_, err := seal.LoadFile(path)
+	require.ErrorContains(t, err, "is longer than")
+	require.NoError(t, os.WriteFile(path, long[:seal.MaxFileBytes], 0o600))
+	back, err := seal.LoadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, k.IDs(), back.IDs())
+}

@@ -138,8 +138,11 @@ func ValidateToken(t Token) error {
 			return journal.Invalid(fmt.Sprintf("scope[%d]", i), "%q is given twice", p)
 		}
 		if len(p) < len(journal.ReservedPrefix) && strings.HasPrefix(journal.ReservedPrefix, p) {
-			return journal.Invalid(fmt.Sprintf("scope[%d]", i), "%q covers herald's own streams (%s…), whose events are every tenant's: give %q for a tenant's, or %s to mean herald's",
-				p, journal.ReservedPrefix, p+"/", journal.ReservedPrefix)
+			field, reason := fmt.Sprintf("scope[%d]", i), "%q covers herald's own streams (%s…), whose events are every tenant's: "
+			if p+"/" == journal.ReservedPrefix { // no tenant's prefix to suggest
+				return journal.Invalid(field, reason+"give %s to mean them", p, journal.ReservedPrefix, journal.ReservedPrefix)
+			}
+			return journal.Invalid(field, reason+"give %q for a tenant's, or %s to mean herald's", p, journal.ReservedPrefix, p+"/", journal.ReservedPrefix)
 		}
 	}
 	return nil

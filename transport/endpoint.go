@@ -239,8 +239,9 @@ func EndpointOf(config []byte) (Endpoint, error) {
 
 // proxy is a parsed HTTP CONNECT proxy.
 type proxy struct {
-	addr string // host:port
-	auth string // the Proxy-Authorization value, "" for none
+	addr   string   // host:port
+	auth   string   // the Proxy-Authorization value, "" for none
+	redact redactor // its credentials, which a proxy's answer may echo
 }
 
 // ParseProxy checks raw, an HTTP CONNECT proxy's URL, as field (a flag or
@@ -289,6 +290,7 @@ func proxyOf(u *url.URL) *proxy {
 		pw, _ := u.User.Password()
 		req.SetBasicAuth(u.User.Username(), pw)
 		p.auth = req.Header.Get("Authorization")
+		p.redact = newRedactor(nil, http.Header{"Proxy-Authorization": {p.auth, pw, u.User.Username() + ":" + pw}})
 	}
 	return p
 }

@@ -472,3 +472,33 @@ func TestAClientKeyPastMaxRSAKeyBitsIsRefused(t *testing.T) {
 		t.Fatalf("Check of a client certificate with an 8200-bit key = %v; want config.client_key refused", err)
 	}
 }
+
+// A proxy's answer to CONNECT never carries its credentials into a
+// reason: a proxy that echoes them (in its status text, or in a status
+// line too malformed to read) would otherwise show the daemon's
+// --egress-proxy password in every tenant's evidence, and in the logs.
+func TestAProxysAnswerEchoingItsPasswordIsRedacted(t *testing.T) {
+	srv := newCounter(t, nil)
+	const user, password = "egress", "s3cret-pass"
+	basic := "ZWdyZXNzOnMzY3JldC1wYXNz" // base64 of egress:s3cret-pass
+	tr := newTransport(t, loopbackOptions())
+	for _, answer := range []string{
+		"HTTP/1.1 403 denied for " + password + "\r\n\r\n",
+		"HTTP/1.1 407 bad " + user + ":" + password + "\r\n\r\n",
+		"HTTP/1.1 407 bad Basic " + basic + "\r\n\r\n",
+		"HTTP/1.1 4x7 " + password + "\r\n\r\n",
+		password + "\r\n\r\n",
+	} {
+		p := newConnectProxy(t, answer)
+		withAuth := strings.Replace(p.url(), "http://", "http://"+user+":"+password+"@", 1)
+		out, err := tr.Deliver(context.Background(), withEndpoint(t, srv.URL, transport.Endpoint{Proxy: withAuth}), message(`{}`), at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOwnFailure(t, out)
+		if strings.Contains(out.Reason, password) || strings.Contains(out.Reason, basic) {
+			t.Errorf("the proxy answering %q: Reason %q shows its password", answer, out.Reason)
+		}
+		mustContain(t, "Reason", out.Reason, "CONNECT")
+	}
+}

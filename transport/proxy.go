@@ -64,17 +64,27 @@ func (p *proxy) connect(ctx context.Context, c net.Conn, target netip.AddrPort) 
 	br := bufio.NewReaderSize(&limited{c, maxConnectAnswer}, 1024)
 	resp, err := http.ReadResponse(br, req)
 	if err != nil {
-		return fmt.Errorf("%v: CONNECT %s: reading the answer: %w", p, target, err)
+		return &redactedError{fmt.Sprintf("%v: CONNECT %s: reading the answer: %s", p, target, p.redact.String(err.Error())), err}
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%v: CONNECT %s answered %q", p, target, resp.Status)
+		return fmt.Errorf("%v: CONNECT %s answered %q", p, target, p.redact.String(resp.Status))
 	}
 	if br.Buffered() > 0 {
 		return fmt.Errorf("%v: CONNECT %s: the proxy sent data before the tunnel was used", p, target)
 	}
 	return nil
 }
+
+// redactedError words err without the proxy's credentials (ReadResponse
+// quotes a malformed answer) and keeps its chain, which classify reads.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
 
 type limited struct {
 	c net.Conn

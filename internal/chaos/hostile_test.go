@@ -214,7 +214,7 @@ func TestChaosHostileInput(t *testing.T) {
 		{name: "sweep with limit 0", args: []string{"sweep", "--namespace", "webhook", "--limit", "0"}, code: 2, says: []string{"--limit 0"}},
 		{name: "sweep with drain page 0", args: []string{"sweep", "--namespace", "webhook", "--drain-page", "0"}, code: 2, says: []string{"--drain-page 0", "from 1 to 10000"}},
 		{name: "sweep with max attempts 0", args: []string{"sweep", "--namespace", "webhook", "--max-attempts", "0"}, code: 2, says: []string{"--max-attempts 0", "at least 1"}},
-		{name: "sweep with a 1s lease", args: []string{"sweep", "--namespace", "webhook", "--lease", "1s"}, code: 2, says: []string{"--lease 1s", "at least 2s"}},
+		{name: "sweep with a 1s lease", args: []string{"sweep", "--namespace", "webhook", "--lease", "1s"}, code: 2, says: []string{"--lease 1s", "from 2s to 1h0m0s"}},
 		{name: "sweep with a negative timeout", args: []string{"sweep", "--namespace", "webhook", "--timeout", "-1s"}, code: 2, says: []string{"invalid --timeout"}},
 		{name: "sweep with a bad allow-host", args: []string{"sweep", "--namespace", "webhook", "--allow-host", "*.*.example.com"}, code: 2, says: []string{`invalid --allow-host \(the 1st\)`}},
 		{name: "evidence with limit 0", args: []string{"evidence", "--stream", "hostile/base", "--id", "r1", "--limit", "0"}, code: 2, says: []string{"--limit 0"}},

@@ -219,7 +219,7 @@ func (e *env) open(ctx context.Context, mode openMode) (backend, error) {
 			return nil, usagef("no folder for a new herald database at %s: create %s first, or point --database (or HERALD_DATABASE_URL) elsewhere", journal.Shown(d.String()), journal.Quoted(filepath.Dir(d.path)))
 		}
 	}
-	if e.keys, err = e.keyring(d, mode); err != nil {
+	if e.keys, err = e.keyring(ctx, d, mode); err != nil {
 		return nil, err
 	}
 	switch {

@@ -53,7 +53,7 @@ func TestWorkerFlagsOutOfRangeOpenNothing(t *testing.T) {
 		{"--max-in-flight", "0", "--max-in-flight 0 must be at least 1"},
 		{"--drain-page", "10001", "--drain-page 10001 must be from 1 to 10000"},
 		{"--page-bytes", "0", "--page-bytes 0 must be from 1 to 1073741824"},
-		{"--lease", "1s", "--lease 1s must be at least 2s"},
+		{"--lease", "1s", "--lease 1s must be from 2s to 1h0m0s"},
 		{"--max-retry-after", "10ms", "--max-retry-after 10ms must be at least 1s"},
 	} {
 		for _, cmd := range [][]string{{"sweep", "--namespace", "webhook"}, {"run", "--metrics-addr", "", "--admin-addr", ""}} {
@@ -168,4 +168,22 @@ func TestSweepHeldByARateIsPacedNotAttention(t *testing.T) {
 	}
 	out := heraldOK(t, db, "", "sweep", "--namespace", "webhook", "--allow-http", "--allow-private-network", "--at", "2026-03-15T11:00:01.5Z")
 	require.NotContains(t, out, "--rate holds", "nothing left")
+}
+
+// A --lease past push.MaxLease is refused naming the flag before the
+// database opens: 2562047h (time.Duration's largest) passed, and every
+// claim of run or sweep then failed, its lease's end past the instants a
+// store keeps.
+func TestALeaseLongerThanMaxLeaseIsRefusedNamingTheFlag(t *testing.T) {
+	for _, value := range []string{"2562047h", "1h0m1s"} {
+		for _, cmd := range [][]string{{"sweep", "--namespace", "webhook"}, {"run", "--metrics-addr", "", "--admin-addr", ""}} {
+			db := newDB(t)
+			args := append(append([]string(nil), cmd...), "--lease", value)
+			r := runCLI(t, db, "", args...)
+			require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
+			require.Contains(t, r.stderr, "must be from 2s to 1h0m0s", args)
+			require.Contains(t, r.stderr, "--lease", args)
+			requireNoDB(t, db, "%v opened the database", args)
+		}
+	}
 }

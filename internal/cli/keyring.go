@@ -15,6 +15,7 @@ import (
 	"github.com/heraldpush/herald/journal"
 	"github.com/heraldpush/herald/seal"
 	"github.com/heraldpush/herald/store"
+	"github.com/heraldpush/herald/store/sqlite"
 )
 
 // keyringSuffix names a SQLite database's default key file: PATH.keyring.
@@ -37,8 +38,9 @@ func (e *env) keyringPath(d database) string {
 // keyring returns the keyring to open d with (README, "Security"):
 // --keyring-file; else HERALD_KEYRING; else for SQLite the key file beside
 // the database, made (0600) when missing and the command may create the
-// database or it exists; else none (PostgreSQL then refuses a secret).
-func (e *env) keyring(d database, mode openMode) (*seal.Keyring, error) {
+// database or it exists and holds no sealed value; else none (PostgreSQL
+// then refuses a secret).
+func (e *env) keyring(ctx context.Context, d database, mode openMode) (*seal.Keyring, error) {
 	if e.keyringFile == "" {
 		if v := e.getenv("HERALD_KEYRING"); v != "" {
 			k, err := seal.Parse(v)
@@ -69,6 +71,16 @@ func (e *env) keyring(d database, mode openMode) (*seal.Keyring, error) {
 		// given, not a --keyring-file nobody typed.
 		return nil, readError(cmp.Or(e.databaseFrom, "--database")+" "+journal.Shown(d.String())+": its key file", path, err,
 			" (the database's path + "+keyringSuffix+"; --keyring-file or HERALD_KEYRING gives another)")
+	}
+	if _, serr := os.Stat(d.path); serr == nil {
+		id, err := sqlite.SealedKeyID(ctx, d.path)
+		if err != nil {
+			return nil, err
+		}
+		if id != "" {
+			return nil, usagef("%s %s holds secrets sealed under key %s, and its key file %s is missing: restore that file beside it, or give the keyring with --keyring-file or HERALD_KEYRING (herald makes a key file only for a database that holds no sealed secret)",
+				cmp.Or(e.databaseFrom, "--database"), journal.Shown(d.String()), journal.Quoted(id), journal.Quoted(path))
+		}
 	}
 	k = seal.Generate()
 	if err := seal.CreateFile(path, k); errors.Is(err, fs.ErrExist) {

@@ -146,3 +146,41 @@ func TestADefaultKeyFileThatCannotBeReadNamesTheDatabase(t *testing.T) {
 	require.Contains(t, r.stderr, "herald: --database sqlite:"+db+": its key file "+strconv.Quote(db+".keyring")+": is a directory")
 	require.Contains(t, r.stderr, "--keyring-file or HERALD_KEYRING gives another")
 }
+
+// TestADatabaseCopiedWithoutItsKeyFileGetsNoNewKey: a backup restored
+// without the key file beside it (seal/doc.go: keep the two apart) holds
+// secrets sealed under a key no file has; a new key file there would seal
+// new secrets apart from the old and hide the restore's mistake. Every
+// command refuses, names the key and the file, and makes nothing; with the
+// key file back the database serves. A database with no sealed value still
+// gets its key file on first use.
+func TestADatabaseCopiedWithoutItsKeyFileGetsNoNewKey(t *testing.T) {
+	db := newDB(t)
+	heraldOK(t, db, "", "register", "--stream", "s", "--id", "wh", "--namespace", "webhook", "--url", "https://r.example/wh", "--secret", goodSecret)
+	k, err := seal.LoadFile(db + ".keyring")
+	require.NoError(t, err)
+	require.NoError(t, os.Rename(db+".keyring", db+".saved"))
+
+	for _, args := range [][]string{{"registrations"}, {"status"},
+		{"register", "--stream", "s", "--id", "new", "--namespace", "webhook", "--url", "https://r.example/new"}} {
+		r := runCLI(t, db, "", args...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
+		require.Contains(t, r.stderr, `sealed under key "`+k.Primary()+`"`, args)
+		require.Contains(t, r.stderr, strconv.Quote(db+".keyring"), args)
+		_, err := os.Stat(db + ".keyring")
+		require.ErrorIs(t, err, os.ErrNotExist, "%v made a key file", args)
+	}
+
+	require.NoError(t, os.Rename(db+".saved", db+".keyring"))
+	out := heraldOK(t, db, "", "registrations", "--json")
+	require.Contains(t, out, `"id": "wh"`)
+	require.NotContains(t, out, "config_error")
+	require.NotContains(t, out, `"id": "new"`, "the refused register changed nothing")
+
+	fresh := newDB(t)
+	heraldOK(t, fresh, `{"a":1}`, "append", "--stream", "s", "--id", "e1", "--kind", "k")
+	require.NoError(t, os.Remove(fresh+".keyring"))
+	heraldOK(t, fresh, "", "status")
+	_, err = os.Stat(fresh + ".keyring")
+	require.NoError(t, err, "a database with no sealed value gets a key file")
+}

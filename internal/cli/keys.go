@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -68,7 +67,7 @@ func (k *actorKeyFlags) flags(f *pflag.FlagSet) {
 }
 
 func (k *actorKeyFlags) read() ([]byte, error) {
-	pem, err := os.ReadFile(k.file)
+	pem, err := readFlagFile(k.file)
 	if err != nil {
 		return nil, readError("--private-key", k.file, err, " (give a PEM file of the actor's private key)")
 	}

@@ -218,10 +218,19 @@ func move(c *call, stream, id string, toSeq uint64, do func() error) error {
 	}
 	return c.print(map[string]any{"from_seq": before.NextSeq, "to_seq": toSeq, "registration": operator.Held(nil).View(after)}, func(w io.Writer) {
 		fmt.Fprintf(w, "%s: cursor %d → %d (head %d, lag %d).\n", store.Name(stream, id), before.NextSeq, after.NextSeq, after.Head, after.Lag())
-		if after.Parked {
-			fmt.Fprintln(w, "It is still parked: run herald unpark to resume deliveries.")
-		}
+		stillParked(w, after)
 	})
+}
+
+// stillParked tells that st, just changed, is still parked or paused, and
+// the command that resumes it: unpark leaves a pause alone.
+func stillParked(w io.Writer, st store.Status) {
+	switch {
+	case st.Paused:
+		fmt.Fprintln(w, "It is still paused: herald resume resumes it.")
+	case st.Parked:
+		fmt.Fprintln(w, "It is still parked: herald unpark resumes it.")
+	}
 }
 
 func newEvidence(e *env) command {

@@ -138,3 +138,25 @@ func downHostOf(t *testing.T, db string) store.Host {
 	require.Len(t, hosts, 1)
 	return hosts[0]
 }
+
+// A skip, rewind or re-register of a paused registration tells the
+// command that resumes it, herald resume: unpark, which they named, leaves
+// a pause alone ("was not parked; nothing changed").
+func TestAMovedPausedRegistrationNamesResumeNotUnpark(t *testing.T) {
+	db := newDB(t)
+	register := []string{"register", "--stream", "s", "--id", "r", "--namespace", "webhook", "--url", "https://r.example/", "--secret", goodSecret}
+	heraldOK(t, db, "", register...)
+	for _, id := range []string{"e1", "e2", "e3"} {
+		heraldOK(t, db, "{}", "append", "--stream", "s", "--id", id, "--kind", "k")
+	}
+	heraldOK(t, db, "", "pause", "--stream", "s", "--id", "r")
+	for _, args := range [][]string{
+		{"skip", "--stream", "s", "--id", "r", "--to-seq", "3"},
+		{"rewind", "--stream", "s", "--id", "r", "--to-seq", "1"},
+		register,
+	} {
+		out := heraldOK(t, db, "", args...)
+		require.Contains(t, out, "It is still paused: herald resume resumes it.", args)
+		require.NotContains(t, out, "unpark", args)
+	}
+}

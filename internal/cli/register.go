@@ -261,9 +261,7 @@ each of its streams has a registration of its own.`, push.DefaultMaxPerHost, ret
 				for _, n := range notes {
 					fmt.Fprintln(w, n+".")
 				}
-				if st.Parked {
-					fmt.Fprintln(w, "It is still parked: herald unpark resumes it.")
-				}
+				stillParked(w, st)
 				if generated != "" {
 					fmt.Fprintf(w, "Its signing secret, shown this once (give it to the receiver):\n%s\n", generated)
 				}
@@ -462,13 +460,31 @@ func readError(flag, path string, err error, hint string) error {
 	return usagef("%s %s: %v%s", flag, journal.Quoted(path), err, hint)
 }
 
+// maxFlagFile bounds what a file flag reads: no config holds more, and a
+// device given by mistake (/dev/zero) must not fill memory.
+const maxFlagFile = store.MaxConfigBytes
+
+// readFlagFile reads path, which a file flag names, up to maxFlagFile.
+func readFlagFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxFlagFile+1))
+	if err == nil && len(b) > maxFlagFile {
+		err = fmt.Errorf("is longer than %d bytes", maxFlagFile)
+	}
+	return b, err
+}
+
 // readPEM reads the PEM file path that flag names, "" when none; what says
 // what the file holds, in its refusal.
 func readPEM(flag, path, what string) (string, error) {
 	if path == "" {
 		return "", nil
 	}
-	b, err := os.ReadFile(path)
+	b, err := readFlagFile(path)
 	if err != nil {
 		return "", readError(flag, path, err, " (give a PEM file"+what+")")
 	}
@@ -488,7 +504,7 @@ func secretValue(flag, v string) (string, error) {
 		return s, nil
 	case strings.HasPrefix(v, "file:"):
 		path := strings.TrimPrefix(v, "file:")
-		b, err := os.ReadFile(path)
+		b, err := readFlagFile(path)
 		if err != nil {
 			return "", readError(flag, "file:"+path, err, "")
 		}

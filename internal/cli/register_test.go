@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/heraldpush/herald/internal/keytest"
 	"github.com/heraldpush/herald/projection/webhook"
+	"github.com/heraldpush/herald/store"
 )
 
 // register names, at once, every rule of the network guard the URL breaks and
@@ -637,4 +639,29 @@ func TestRegisterNamesAStreamPrefixWithNoRoomForAStream(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.stderr), &e), r.stderr)
 	require.True(t, strings.HasPrefix(e.Error, "invalid --stream-prefix: is 200 bytes"), e.Error)
 	require.Equal(t, "No subscriptions.\n", heraldOK(t, db, "", "subscriptions"))
+}
+
+// A file flag (a PEM, a file: secret) reads at most what a config holds,
+// 1 MiB, and refuses a longer file naming the flag and the bound, having
+// read no more: given a device or a log by mistake (/dev/zero filled 24 GB
+// until the kernel killed herald), it changes nothing and says why.
+func TestAFileFlagReadsAtMostWhatAConfigHolds(t *testing.T) {
+	db := newDB(t)
+	big := filepath.Join(t.TempDir(), "big.pem")
+	require.NoError(t, os.WriteFile(big, bytes.Repeat([]byte("A"), store.MaxConfigBytes+1), 0o600))
+	keyFile, _ := rsaKeyFile(t, "alice.pem")
+	reg := []string{"register", "--stream", "s", "--id", "r", "--url", "https://r.example/"}
+	for flag, args := range map[string][]string{
+		"--secret":           append(reg, "--namespace", "webhook", "--secret", "file:"+big),
+		"--client-cert":      append(reg, "--namespace", "webhook", "--client-cert", big, "--client-key", keyFile),
+		"--client-key":       append(reg, "--namespace", "webhook", "--client-cert", keyFile, "--client-key", big),
+		"--private-key-file": append(reg, "--namespace", "activitypub", "--key-id", "https://a.example/u/alice#main-key", "--private-key-file", big),
+		"--private-key":      {"keys", "add", "--key-id", "https://a.example/u/alice#main-key", "--private-key", big},
+	} {
+		r := runCLI(t, db, "", args...)
+		require.Equal(t, ExitUsage, r.code, "%s: %s", flag, r.stderr)
+		require.Contains(t, r.stderr, flag, flag)
+		require.Contains(t, r.stderr, fmt.Sprintf("is longer than %d bytes", store.MaxConfigBytes), flag)
+		requireNoDB(t, db, flag)
+	}
 }

@@ -20,6 +20,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/heraldpush/herald/internal/migrate"
+	"github.com/heraldpush/herald/seal"
 	"github.com/heraldpush/herald/store"
 )
 
@@ -107,26 +108,59 @@ func inspectSchema(ctx context.Context, path string) (schemaState, error) {
 
 // readStateAt reads the schema state of the file at path in one read-only
 // transaction (one snapshot, under the file's shared lock unless immutable).
-func readStateAt(ctx context.Context, path string, immutable bool) (schemaState, error) {
+func readStateAt(ctx context.Context, path string, immutable bool) (st schemaState, err error) {
+	err = readAt(ctx, path, immutable, func(tx *sql.Tx) error {
+		st, err = readState(ctx, tx)
+		return err
+	})
+	return st, err
+}
+
+// readAt runs read in one read-only transaction on the file at path.
+func readAt(ctx context.Context, path string, immutable bool, read func(*sql.Tx) error) error {
 	params := []string{"_query_only=1"}
 	if immutable {
 		params = append(params, "immutable=1")
 	}
 	db, err := openDB(ctx, path, dsn(path, "ro", params...), 1)
 	if err != nil {
-		return schemaState{}, err
+		return err
 	}
 	defer db.Close()
 	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return schemaState{}, fmt.Errorf("sqlite: open %s: begin a read: %w", path, driverError(err))
+		return fmt.Errorf("sqlite: open %s: begin a read: %w", path, driverError(err))
 	}
 	defer tx.Rollback() //nolint:errcheck // a read: nothing to keep
-	st, err := readState(ctx, tx)
-	if err != nil {
-		return schemaState{}, fmt.Errorf("sqlite: open %s: %w", path, err)
+	if err := read(tx); err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	return st, nil
+	return nil
+}
+
+// SealedKeyID returns the key id of a value sealed in the herald database
+// at path (a config or an actor key), "" when it holds none or is new,
+// reading it as Open inspects it, without changing it. A database that
+// holds one but has no key file beside it was copied without the file: a
+// new key there would seal new secrets apart from the old.
+func SealedKeyID(ctx context.Context, path string) (id string, err error) {
+	kind, st, err := inspect(ctx, path)
+	if err != nil || kind != fileSQLite || st.version == 0 {
+		return "", err
+	}
+	_, walErr := os.Stat(path + "-wal")
+	err = readAt(ctx, path, errors.Is(walErr, fs.ErrNotExist), func(tx *sql.Tx) error {
+		var v []byte
+		err := tx.QueryRowContext(ctx, stmt("any_sealed"), []byte(seal.Prefix)).Scan(&v)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("look for a sealed value: %w", driverError(err))
+		}
+		id, _ = seal.KeyID(v)
+		return nil
+	})
+	return id, err
 }
 
 // dsn builds a "file:" URI for the driver: the path escaped, SQLite's own

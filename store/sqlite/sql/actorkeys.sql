@@ -32,3 +32,10 @@ SELECT prefix, id, config FROM herald_subscription WHERE config IS NOT NULL
 
 -- name: reseal_subscription
 UPDATE herald_subscription SET config = ?1 WHERE prefix = ?2 AND id = ?3
+
+-- name: any_sealed
+-- SealedKeyID: one sealed value (?1 seal.Prefix), of any table that holds them.
+SELECT config FROM herald_registration WHERE substr(config, 1, length(?1)) = ?1
+UNION ALL SELECT private_key FROM herald_actor_key WHERE substr(private_key, 1, length(?1)) = ?1
+UNION ALL SELECT config FROM herald_subscription WHERE substr(config, 1, length(?1)) = ?1
+LIMIT 1

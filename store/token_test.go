@@ -1,0 +1,24 @@
+package store_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldpush/herald/store"
+)
+
+// A scope that covers herald/ unsaid is refused with what to give
+// instead: its own prefix and a slash for a tenant's, unless that is
+// herald/ itself, which is herald's, never a tenant's.
+func TestAScopeCoveringHeraldsStreamsSuggestsNoTenantPrefixUnderHerald(t *testing.T) {
+	for scope, want := range map[string]string{
+		"h":      `"h" covers herald's own streams (herald/…), whose events are every tenant's: give "h/" for a tenant's, or herald/ to mean herald's`,
+		"herald": `"herald" covers herald's own streams (herald/…), whose events are every tenant's: give herald/ to mean them`,
+	} {
+		err := store.ValidateToken(store.Token{ID: "tok_0123456789abcdef", Name: "t", Role: store.RoleReader,
+			Hash: make([]byte, 32), Created: time.Unix(1, 0), Scope: []string{scope}})
+		require.EqualError(t, err, "invalid scope[0]: "+want)
+	}
+}
