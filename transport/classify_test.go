@@ -365,3 +365,25 @@ func TestABannerIsTheRegistrationsAnswerEveryTime(t *testing.T) {
 		})
 	}
 }
+
+// An answer whose fault lies past the first bytes heardConn keeps (4 KiB)
+// is judged by what net/http read of it, not by those bytes alone: cut
+// there, they would say the receiver closed in the middle of its answer.
+func TestAnAnswerBrokenPastItsFirstBytesIsJudgedWhole(t *testing.T) {
+	pad := "X-Pad: " + strings.Repeat("p", 5000) + "\r\n"
+	for _, c := range []struct {
+		name, answer, reason string
+	}{
+		{"a malformed header line after 5 KB", "HTTP/1.1 200 OK\r\n" + pad + "Bad Header Line\r\n\r\n",
+			`answer not valid HTTP: malformed MIME header: missing colon: "Bad Header Line"`},
+		{"headers over net/http's 64 KiB", "HTTP/1.1 200 OK\r\n" + strings.Repeat(pad, 14) + "\r\n",
+			"answer not valid HTTP: net/http: server response headers exceeded 65536 bytes; aborted"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := deliver(t, newTransport(t, loopbackOptions()), rawReceiver(t, []byte(c.answer), nil), message("{}"))
+			if out.Verdict != push.Transient || out.HostLevel || !out.HostAnswered() || out.Reason != c.reason {
+				t.Fatalf("got %s (host-level %t), want the registration's, reason %q", describe(out), out.HostLevel, c.reason)
+			}
+		})
+	}
+}

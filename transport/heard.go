@@ -87,14 +87,18 @@ func (c *heardConn) heard() []byte {
 // on c, a new connection, failed to get an answer, and whether c's receiver
 // answered at all (sent a byte): then the failure is the answer's, and err
 // is what net/http's reader says of those bytes (the same words whichever
-// way the race went), or err itself when they are a whole answer's head.
+// way the race went), or err itself when they are a whole answer's head
+// or more than heardConn keeps.
 func heardFailure(c *heardConn, err error) (error, bool) {
 	if c == nil {
 		return err, false
 	}
 	heard := c.heard()
-	if len(heard) == 0 {
+	switch len(heard) {
+	case 0:
 		return err, false
+	case maxHeard: // cut: its end may look malformed or short; net/http read on
+		return err, true
 	}
 	resp, perr := http.ReadResponse(bufio.NewReader(bytes.NewReader(heard)), nil)
 	if perr != nil {

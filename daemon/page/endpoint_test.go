@@ -59,3 +59,27 @@ func TestRotateSecretFromThePageShowsTheNewSecretOnce(t *testing.T) {
 	require.NotContains(t, body, "tenant-value-42")
 	require.Regexp(t, `id="headers"><bdi>X-Tenant</bdi>`, body)
 }
+
+// A rotation's old secrets past their until no longer sign (each attempt
+// judges by its instant): the registration says they stopped then, not
+// that they sign beside the new one until an instant gone by.
+func TestOldSecretsPastTheirUntilShowAsStopped(t *testing.T) {
+	s := seeded(t)
+	srv, c, _ := loggedIn(t, s)
+	st, err := s.Get(t.Context(), "orders/1", "billing")
+	require.NoError(t, err)
+	cfg, err := webhook.ParseConfig(st.Config)
+	require.NoError(t, err)
+	cfg, _, err = cfg.Rotate(seedView.Add(-2*time.Hour), time.Hour) // the old one signed until an hour ago
+	require.NoError(t, err)
+	reg := st.Registration
+	reg.Config, err = cfg.Encode()
+	require.NoError(t, err)
+	_, err = s.Register(t.Context(), reg)
+	require.NoError(t, err)
+
+	_, body := get(t, c, srv.URL+"/ui/registration?stream=orders%2F1&id=billing")
+	require.Regexp(t, `<td id="secrets">1 signing \(never shown\); the old ones a rotation retired stopped signing at `+
+		regexp.QuoteMeta(seedView.Add(-time.Hour).UTC().Format("2006-01-02 15:04:05Z")), body)
+	require.NotContains(t, body, "sign beside them")
+}

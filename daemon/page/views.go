@@ -147,7 +147,8 @@ func (p *Page) registration(w http.ResponseWriter, r *http.Request) {
 	p.render(w, r, http.StatusOK, "registration", map[string]any{
 		"Title": "Registration", "R": v, "Evidence": evs, "Acked": max(v.NextSeq, 1) - 1, "Done": said,
 		"NextSeq": v.NextSeq + 1, "HeadNext": v.Head + 1,
-		"Refused": operator.MayChange(operator.TokenOf(ctx), store.Key{Stream: v.Stream, ID: v.ID}, v.Subscription), // no action offered
+		"Refused":        operator.MayChange(operator.TokenOf(ctx), store.Key{Stream: v.Stream, ID: v.ID}, v.Subscription), // no action offered
+		"OldSecretsSign": v.OldSecretsUntil.After(p.now()),                                                                 // the view keeps an until gone by
 	})
 }
 
