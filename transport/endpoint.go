@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -173,6 +174,18 @@ func checkHeader(name, value string, reserved []string) error {
 	return nil
 }
 
+// encryptedPEM reports whether the first PEM block of s is an encrypted
+// key (PKCS#8's ENCRYPTED PRIVATE KEY, or OpenSSL's legacy Proc-Type),
+// which tls.X509KeyPair would call merely unparsable.
+func encryptedPEM(s string) bool {
+	block, _ := pem.Decode([]byte(s))
+	if block == nil {
+		return false
+	}
+	_, legacy := block.Headers["Proc-Type"]
+	return legacy || block.Type == "ENCRYPTED PRIVATE KEY"
+}
+
 // certificate parses ClientCert and ClientKey: nil when neither is set.
 func (e Endpoint) certificate() (*tls.Certificate, error) {
 	switch {
@@ -182,6 +195,9 @@ func (e Endpoint) certificate() (*tls.Certificate, error) {
 		return nil, journal.Invalid("config.client_key", "is missing: a client certificate needs its private key")
 	case e.ClientCert == "":
 		return nil, journal.Invalid("config.client_cert", "is missing: a client key needs its certificate")
+	}
+	if encryptedPEM(e.ClientKey) {
+		return nil, journal.Invalid("config.client_key", "is encrypted: give it decrypted (openssl pkey -in key.pem -out plain.pem); herald seals it at rest")
 	}
 	cert, err := tls.X509KeyPair([]byte(e.ClientCert), []byte(e.ClientKey))
 	if err != nil {

@@ -191,6 +191,12 @@ func TestClientCertificateIsCheckedAtRegistration(t *testing.T) {
 	now := time.Now()
 	cert, key := ca.Leaf(t, "a", false, now.Add(-2*time.Hour), now.Add(time.Hour))
 	_, otherKey := ca.Leaf(t, "b", false, now.Add(-2*time.Hour), now.Add(time.Hour))
+	plain, _ := pem.Decode([]byte(key))
+	locked, err := x509.EncryptPEMBlock(rand.Reader, plain.Type, plain.Bytes, []byte("passphrase"), x509.PEMCipherAES256) //nolint:staticcheck // an operator's legacy encrypted key, as openssl writes it
+	if err != nil {
+		t.Fatal(err)
+	}
+	encrypted := string(pem.EncodeToMemory(locked))
 	for _, c := range []struct {
 		name  string
 		e     transport.Endpoint
@@ -202,6 +208,8 @@ func TestClientCertificateIsCheckedAtRegistration(t *testing.T) {
 		{"certificate without key", transport.Endpoint{ClientCert: cert}, now, "config.client_key", "is missing"},
 		{"key of another certificate", transport.Endpoint{ClientCert: cert, ClientKey: otherKey}, now, "config.client_key", "does not match"},
 		{"not PEM", transport.Endpoint{ClientCert: "garbage", ClientKey: key}, now, "config.client_cert", "certificate"},
+		{"encrypted key", transport.Endpoint{ClientCert: cert, ClientKey: encrypted}, now, "config.client_key", "is encrypted: give it decrypted"},
+		{"encrypted PKCS#8 key", transport.Endpoint{ClientCert: cert, ClientKey: "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n"}, now, "config.client_key", "is encrypted"},
 		{"expired", transport.Endpoint{ClientCert: cert, ClientKey: key}, now.Add(2 * time.Hour), "config.client_cert", "expired at"},
 		{"not yet valid", transport.Endpoint{ClientCert: cert, ClientKey: key}, now.Add(-3 * time.Hour), "config.client_cert", "not valid before"},
 	} {

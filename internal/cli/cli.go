@@ -279,8 +279,11 @@ func isUsage(err error) bool {
 	return errors.As(err, &u)
 }
 
+// printJSON writes v as indented JSON, its text as written: no browser
+// reads it, so <, > and & need no escapes.
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }

@@ -325,3 +325,14 @@ func TestRecords(t *testing.T) {
 	}
 	require.Contains(t, heraldOK(t, db, "", "records", "--stream", "other"), "Stream other has no records from #1 (head 0).")
 }
+
+// --json shows a payload's characters as the producer wrote them: a
+// script reading it as text finds "<a&b>", not the HTML-safe escapes a
+// browser would need (\u003c, \u0026), which no terminal does.
+func TestRecordsJSONShowsAPayloadsCharactersAsWritten(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "herald.db")
+	heraldOK(t, db, `{"q":"<a&b>"}`, "append", "--stream", "s", "--id", "e1", "--kind", "k")
+	out := heraldOK(t, db, "", "records", "--stream", "s", "--json")
+	require.Contains(t, out, `"q": "<a&b>"`)
+	require.NotContains(t, out, `\u0026`)
+}
