@@ -117,6 +117,9 @@ func ValidateToken(t Token) error {
 	if err := journal.ValidateText("name", t.Name, MaxTokenName); err != nil {
 		return err
 	}
+	if strings.TrimSpace(t.Name) == "" {
+		return journal.Invalid("name", "is only white space: name who holds the token, as lists show it")
+	}
 	if _, err := ParseRole("role", string(t.Role)); err != nil {
 		return err
 	}

@@ -22,3 +22,13 @@ func TestAScopeCoveringHeraldsStreamsSuggestsNoTenantPrefixUnderHerald(t *testin
 		require.EqualError(t, err, "invalid scope[0]: "+want)
 	}
 }
+
+// A token's name says who holds it in every list: one of white space
+// alone would show as a blank, so it is refused, naming the field.
+func TestATokenNamedWithWhiteSpaceAloneIsRefused(t *testing.T) {
+	for _, name := range []string{" ", "\u3000 \u00a0"} {
+		err := store.ValidateToken(store.Token{ID: "tok_0123456789abcdef", Name: name, Role: store.RoleReader,
+			Hash: make([]byte, 32), Created: time.Unix(1, 0)})
+		require.EqualError(t, err, "invalid name: is only white space: name who holds the token, as lists show it")
+	}
+}
