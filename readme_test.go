@@ -88,7 +88,7 @@ func TestREADMEFirstScreen(t *testing.T) {
 
 // TestCIFuzzesEveryTarget: README's Layout says .ci/run runs a short fuzz
 // of every target; its list names each Fuzz function of the module's tests,
-// and nothing else.
+// and nothing else, and RELIABILITY.md's Fuzzing table names each too.
 func TestCIFuzzesEveryTarget(t *testing.T) {
 	ci, err := os.ReadFile(filepath.Join(".ci", "run"))
 	require.NoError(t, err)
@@ -126,6 +126,30 @@ func TestCIFuzzesEveryTarget(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, found)
 	require.ElementsMatch(t, found, inCI, ".ci/run's TARGETS against the Fuzz functions of *_test.go")
+	// RELIABILITY.md's Fuzzing table says what outside input each fuzzes.
+	rel, err := os.ReadFile("RELIABILITY.md")
+	require.NoError(t, err)
+	_, table, _ := strings.Cut(string(rel), "## Fuzzing\n")
+	table, _, _ = strings.Cut(table, "\n## ")
+	var inTable []string
+	for _, row := range strings.Split(table, "\n") {
+		cells := strings.Split(row, "|")
+		if len(cells) < 4 || !strings.Contains(cells[2], "`Fuzz") {
+			continue
+		}
+		// "projection/a2a, activitypub, cloudevents": the first names the folder.
+		pkgs := strings.Split(strings.TrimSpace(cells[1]), ", ")
+		dir, _ := filepath.Split(pkgs[0])
+		for i, pkg := range pkgs {
+			if i > 0 {
+				pkg = dir + pkg
+			}
+			for _, m := range regexp.MustCompile("`(Fuzz\\w+)`").FindAllStringSubmatch(cells[2], -1) {
+				inTable = append(inTable, "./"+pkg+" "+m[1])
+			}
+		}
+	}
+	require.ElementsMatch(t, found, inTable, "RELIABILITY.md's Fuzzing table against the Fuzz functions of *_test.go")
 }
 
 // TestREADMECommands runs every block marked runnable, in order, as a user
