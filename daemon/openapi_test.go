@@ -606,3 +606,37 @@ func TestOpenAPIPassesTheNullsTheHandlersTakeAsAbsent(t *testing.T) {
 		}
 	}
 }
+
+// The document's bound on the records of one append is the handler's,
+// journal.MaxBatch: the handler takes that many and refuses one more,
+// naming the field (the document said 1,000 while the handler took 10,000).
+func TestOpenAPIAppendBatchIsTheHandlers(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas struct {
+				AppendRequest struct {
+					Properties struct {
+						Records struct {
+							MaxItems int `yaml:"maxItems"`
+						} `yaml:"records"`
+					} `yaml:"properties"`
+				} `yaml:"AppendRequest"`
+			} `yaml:"schemas"`
+		} `yaml:"components"`
+	}
+	require.NoError(t, yaml.Unmarshal(openAPIYAML, &doc))
+	require.Equal(t, journal.MaxBatch, doc.Components.Schemas.AppendRequest.Properties.Records.MaxItems)
+	srv := apiServer(t, memory.New(), testToken)
+	body := func(n int) string {
+		records := make([]string, n)
+		for i := range records {
+			records[i] = fmt.Sprintf(`{"id": "r%d", "kind": "k", "payload": %d}`, i, i)
+		}
+		return `{"stream": "orders/1", "records": [` + strings.Join(records, ",") + `]}`
+	}
+	code, answer := call(t, srv, http.MethodPost, "/v1/records", "application/json", testToken, body(journal.MaxBatch+1))
+	require.Equal(t, http.StatusBadRequest, code, answer)
+	require.Contains(t, errorOf(t, answer), "entries")
+	code, answer = call(t, srv, http.MethodPost, "/v1/records", "application/json", testToken, body(journal.MaxBatch))
+	require.Equal(t, http.StatusCreated, code, answer)
+}
