@@ -243,3 +243,40 @@ func TestREADMEGoCompiles(t *testing.T) {
 	}
 	require.Positive(t, n)
 }
+
+// TestPointersToREADMENameItsPlaces: a pointer such as `README, "Rate"` in a
+// help text, a package doc or the OpenAPI document names a heading of the
+// README or a paragraph's bold title ("**Retention**:"), so that a renamed
+// section cannot leave a pointer to nowhere.
+func TestPointersToREADMENameItsPlaces(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	pointer := regexp.MustCompile(`README(?:\.md)?,? \(?"([^"]+)"`)
+	joined := regexp.MustCompile(`\s*\n\s*(?://\s*)?`) // a pointer may run over lines of a comment or a string
+	n := 0
+	err = filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules" || d.Name() == "bench") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || strings.HasSuffix(path, "_test.go") || !(strings.HasSuffix(path, ".go") || strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".md")) {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range pointer.FindAllStringSubmatch(joined.ReplaceAllString(string(src), " "), -1) {
+			heading := regexp.MustCompile(`(?m)^#+ ` + regexp.QuoteMeta(m[1]) + `$`)
+			title := regexp.MustCompile(`\*\*` + regexp.QuoteMeta(m[1]) + `(\*\*[:.]|[:.]\*\*)`) // "**Retention**:", "**Producers' grants.**"
+			require.True(t, heading.Match(readme) || title.Match(readme),
+				"%s points to README, %q, which has no such heading", path, m[1])
+			n++
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Greater(t, n, 20, "the walk found the pointers")
+}

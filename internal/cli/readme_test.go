@@ -155,30 +155,3 @@ func sameDefault(readme, def string) bool {
 	}
 	return false
 }
-
-// TestHelpPointsToREADMEPlacesThatExist: a help text's `README, "Rate"`
-// names a heading of the README, or a paragraph's bold title
-// ("**Retention**:"), so that a renamed section cannot leave --help
-// pointing nowhere.
-func TestHelpPointsToREADMEPlacesThatExist(t *testing.T) {
-	readme, _ := readmeMentions(t)
-	root := newRoot(&env{getenv: func(string) string { return "" }})
-	pointer := regexp.MustCompile(`README(?:\.md)?,? \(?"([^"]+)"`)
-	n := 0
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		text := c.Long + c.Example
-		c.LocalFlags().VisitAll(func(f *pflag.Flag) { text += " " + f.Usage })
-		for _, m := range pointer.FindAllStringSubmatch(strings.Join(strings.Fields(text), " "), -1) {
-			heading := regexp.MustCompile(`(?m)^#+ ` + regexp.QuoteMeta(m[1]) + `$`)
-			require.True(t, heading.MatchString(readme) || strings.Contains(readme, "**"+m[1]+"**:"),
-				"%s --help points to README, %q, which has no such heading", c.CommandPath(), m[1])
-			n++
-		}
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
-	}
-	walk(root)
-	require.Greater(t, n, 5, "the walk found the help texts' pointers")
-}
