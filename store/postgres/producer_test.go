@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -280,4 +281,43 @@ func TestProducerAppendToANewStreamMaterialisesSubscriptions(t *testing.T) {
 		require.JSONEq(t, `{"secret":"s3cr3t"}`, string(st.Config), "the subscription's config, opened")
 	}
 	require.Equal(t, map[string]uint64{"tenant/7/invoices": 1, "tenant/7/orders": 1}, got)
+}
+
+// TestProducerHoldingAdvisoryLocksStopsNothing: any role that can connect
+// may take any advisory lock, so a producer holding, for its session, each
+// advisory key herald once elected or ordered with (the sequencer's, the
+// subscriptions') must neither stop the sequencer numbering (nothing would
+// ever be delivered) nor hang a sequencer step that creates a stream, nor
+// Subscribe. herald's locks are on tables a producer holds no grant on.
+func TestProducerHoldingAdvisoryLocksStopsNothing(t *testing.T) {
+	ctx := t.Context()
+	p := newProducerDB(t)
+	c := p.conn(t)
+	_, err := c.Exec(ctx, `SELECT pg_advisory_lock(x'686572616c645351'::bigint), pg_advisory_lock(7106209355)`)
+	require.NoError(t, err, "a producer may take advisory locks: PostgreSQL has no grant for them")
+
+	// A deadline turns a hang into a failure; nothing here waits on it.
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	_, err = p.s.Subscribe(ctx, store.Subscription{Prefix: "tenant/7/", ID: "t7", Namespace: "webhook",
+		URL: "https://t7.example/hooks"}, store.Subscription{})
+	require.NoError(t, err, "Subscribe while a producer holds advisory locks")
+	_, err = p.s.Append(ctx, "tenant/7/orders", entry("held-1"))
+	require.NoError(t, err)
+	n, err := p.s.Sequence(ctx)
+	require.NoError(t, err, "a sequencer step creating a stream while a producer holds advisory locks")
+	require.Equal(t, 0, n, "Append numbered its own record")
+	require.Equal(t, []string{"held-1"}, readIDs(t, p.s, "tenant/7/orders"))
+	tx, err := p.s.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	_, err = p.s.AppendTx(ctx, tx, "tenant/7/invoices", entry("held-2"))
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+	n, err = p.s.Sequence(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the sequencer numbered the record appended in the application's transaction")
+	list, err := store.AllRegistrations(ctx, p.s, store.ListQuery{Subscription: "tenant/7/", ID: "t7"})
+	require.NoError(t, err)
+	require.Len(t, list, 2, "the subscription materialised on both new streams")
 }

@@ -195,14 +195,16 @@ CREATE TABLE herald_subscription (
 -- first record (or a registration on it): the subscriptions whose prefix
 -- it is under materialise in that transaction, at its first seq. One read
 -- of the subscriptions per new stream; nothing per append or per claim. A
--- registration of the same key is left as it is. The shared advisory lock
--- orders it with Subscribe (the exclusive one), which materialises the
--- streams already committed: a stream is either seen by Subscribe or sees
--- the subscription, never neither.
+-- registration of the same key is left as it is. Its lock (ROW EXCLUSIVE:
+-- triggers do not wait on each other) orders it with Subscribe's (SHARE ROW
+-- EXCLUSIVE), which materialises the streams already committed: a stream
+-- is either seen by Subscribe or sees the subscription, never neither. A
+-- table's lock, not an advisory one: a producer, without a grant on the
+-- table, cannot hold it.
 CREATE FUNCTION herald_stream_subscriptions() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(7106209355);
+    LOCK TABLE herald_subscription IN ROW EXCLUSIVE MODE;
     -- A statement of its own, so its snapshot (READ COMMITTED) is taken
     -- after the lock: a Subscribe that held it has committed.
     INSERT INTO herald_registration (stream, id, namespace, url, host, on_rejected, kinds, "window",
