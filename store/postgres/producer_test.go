@@ -321,3 +321,32 @@ func TestProducerHoldingAdvisoryLocksStopsNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, list, 2, "the subscription materialised on both new streams")
 }
+
+// TestProducerCannotStoreAnAppendedAtGoCannotRead: appended_at is in a
+// producer's grant (AppendTx's insert carries its clock), so the table
+// refuses an instant Go cannot read or write as JSON: ±infinity, and a
+// year past 9999. One such record stopped its stream for every receiver
+// (the read failed at it, again at every sweep).
+func TestProducerCannotStoreAnAppendedAtGoCannotRead(t *testing.T) {
+	ctx := t.Context()
+	p := newProducerDB(t)
+	c := p.conn(t)
+	const raw = `INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at)
+VALUES ('orders/1', $1, 'k', 'application/json', '\x7b7d', false, '\x00', $2::timestamptz)`
+	for _, at := range []string{"infinity", "-infinity", "10000-01-01 00:00:00+00", "4713-01-01 00:00:00+00 BC"} {
+		_, err := c.Exec(ctx, raw, "at-"+at, at)
+		require.Error(t, err, "appended_at %s", at)
+		require.Equal(t, "23514", pgErr(t, err).Code, "appended_at %s", at)
+		_, err = c.Exec(ctx, `SELECT * FROM herald_append_rows('orders/1', ARRAY[$1], ARRAY['k'], ARRAY['application/json'],
+			ARRAY['\x7b7d'::bytea], ARRAY[false], ARRAY[''], ARRAY[''], $2::timestamptz)`, "rows-"+at, at)
+		require.Error(t, err, "herald_append_rows at %s", at)
+	}
+	_, err := c.Exec(ctx, raw, "ok-1", "9999-12-31 23:59:59+00")
+	require.NoError(t, err, "the last instant of year 9999 is Go's")
+	require.Equal(t, 1, sequence(t, p.s))
+	recs, err := p.s.Read(ctx, "orders/1", 1, 10, 0)
+	require.NoError(t, err)
+	require.Len(t, recs, 1)
+	_, err = recs[0].AppendedAt.MarshalJSON()
+	require.NoError(t, err)
+}

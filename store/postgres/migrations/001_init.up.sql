@@ -66,6 +66,10 @@ CREATE TABLE herald_record (
         AND kind !~ '[\x01-\x20\x7f-\x9f\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]'
         AND id !~ '[\x01-\x1f\x7f-\x9f\u2028\u2029]'
         AND traceparent !~ '[^ -~]' AND tracestate !~ '[^ -~]'),
+    -- An instant Go reads and writes as JSON (years 1 to 9999): a record
+    -- whose appended_at is infinity stopped its stream's every read.
+    CONSTRAINT herald_record_appended_at CHECK (
+        appended_at >= '0001-01-01 00:00:00+00' AND appended_at < '10000-01-01 00:00:00+00'),
     CONSTRAINT herald_record_content_type CHECK (
         split_part(content_type, ';', 1) ~ $re$^[\s\u0085\u00a0]*[!#$%&'*+.^_`{|}~0-9A-Za-z-]+/[!#$%&'*+.^_`{|}~0-9A-Za-z-]+[\s\u0085\u00a0]*$$re$
         AND CASE WHEN split_part(content_type, ';', 1) ~* '(^[\s\u0085\u00a0]*application/json|\+json)[\s\u0085\u00a0]*$'
