@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -101,15 +102,41 @@ func (r Registration) Key() Key { return Key{Stream: r.Stream, ID: r.ID} }
 func (r Registration) Host() string { return HostOf(r.URL) }
 
 // SameDelivery reports whether r, registered again over stored (its config
-// opened), leaves what is sent and where as it was: namespace, URL, config,
-// 4xx policy, kinds, window, retry policy and rate (retain-max is the
-// pruner's, read by no turn). An update
-// that changes any takes the lease from a turn in flight (Store.Register);
-// the same registration again disturbs none.
+// opened), leaves what is sent and where as it was: namespace, URL, config
+// (as JSON: its keys in another order or other white space are the same
+// config), 4xx policy, kinds, window, retry policy and rate (retain-max is
+// the pruner's, read by no turn). An update that changes any takes the
+// lease from a turn in flight (Store.Register); the same registration again
+// disturbs none.
 func (r Registration) SameDelivery(stored Registration) bool {
-	return r.Namespace == stored.Namespace && r.URL == stored.URL && bytes.Equal(r.Config, stored.Config) &&
+	return r.Namespace == stored.Namespace && r.URL == stored.URL && sameConfig(r.Config, stored.Config) &&
 		r.OnRejected == stored.OnRejected && slices.Equal(r.Kinds, stored.Kinds) && max(r.Window, 1) == max(stored.Window, 1) &&
 		EncodeRetry(r.Retry) == EncodeRetry(stored.Retry) && r.Rate == stored.Rate
+}
+
+// sameConfig reports whether a and b are the same JSON value; numbers
+// compare as written (1 and 1.0 differ), so that no doubt is taken for
+// sameness. A config that is not JSON is the same only byte for byte.
+func sameConfig(a, b Config) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	va, ea := decodeConfig(a)
+	vb, eb := decodeConfig(b)
+	return ea == nil && eb == nil && reflect.DeepEqual(va, vb)
+}
+
+func decodeConfig(c Config) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(c))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	if d.More() {
+		return nil, errors.New("more than one JSON value")
+	}
+	return v, nil
 }
 
 // SameSettings reports whether r and stored hold the same settings: all

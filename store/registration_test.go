@@ -154,3 +154,31 @@ func TestValidateKinds(t *testing.T) {
 		require.ErrorContains(t, err, want)
 	}
 }
+
+// A config sent again with its keys in another order or other white space
+// is the same delivery (a turn in flight keeps its lease); another value, a
+// number written otherwise, or a config that is not JSON and differs is not.
+func TestSameDeliveryReadsTheConfigAsJSON(t *testing.T) {
+	stored := store.Registration{Stream: "s", ID: "r", Namespace: "webhook", URL: "https://a.example/r",
+		Config: store.Config(`{"secret":"s3cr3t","headers":{"X-A":"1","X-B":"2"}}`)}
+	for config, same := range map[string]bool{
+		`{"headers":{"X-B":"2","X-A":"1"},"secret":"s3cr3t"}`:                      true,
+		"{ \"secret\": \"s3cr3t\",\n \"headers\": {\"X-A\":\"1\",\"X-B\":\"2\"} }": true,
+		`{"secret":"s3cr3t","headers":{"X-A":"1","X-B":"3"}}`:                      false,
+		`{"secret":"s3cr3t","headers":{"X-A":"1"}}`:                                false,
+		`{"secret":"s3cr3t","headers":{"X-A":"1","X-B":"2"},"n":1}`:                false,
+		`{"secret":"s3cr3t","headers":{"X-A":"1","X-B":"2"}} {}`:                   false,
+		`not json`: false,
+	} {
+		r := stored
+		r.Config = store.Config(config)
+		if got := r.SameDelivery(stored); got != same {
+			t.Errorf("SameDelivery of config %s = %t, want %t", config, got, same)
+		}
+	}
+	n1, n2 := stored, stored
+	n1.Config, n2.Config = store.Config(`{"n":1}`), store.Config(`{"n":1.0}`)
+	if n1.SameDelivery(n2) {
+		t.Error("SameDelivery of 1 and 1.0: true, want false (numbers compare as written)")
+	}
+}

@@ -33,6 +33,10 @@ func testAnUpdateTakesTheLeaseButNotItsEnd(t *testing.T, b Backend) {
 	r := reg("s", "r", "webhook")
 	register(t, b, r)
 	require.NoError(t, b.Checkpoint(t.Context(), a, 2), "the same registration again leaves the turn its lease")
+	same := reg("s", "r", "webhook")
+	same.Config = store.Config("{ \"secret\" :\n \"s3cr3t\" }")
+	register(t, b, same)
+	require.NoError(t, b.Checkpoint(t.Context(), a, 2), "so does its config again in other white space: the same JSON")
 	r.Kinds, r.URL = []string{"a.*"}, "https://moved.example/r"
 	register(t, b, r)
 	require.ErrorIs(t, b.Checkpoint(t.Context(), a, 5), store.ErrLeaseLost, "the turn in flight saves nothing more")
