@@ -350,3 +350,42 @@ VALUES ('orders/1', $1, 'k', 'application/json', '\x7b7d', false, '\x00', $2::ti
 	_, err = recs[0].AppendedAt.MarshalJSON()
 	require.NoError(t, err)
 }
+
+// TestProducerRawInsertKeepsGoLengthsAndTraceRules: a producer's hand-written
+// INSERT is held to journal.ValidateEntries' lengths, non-empty names and
+// trace context, which reach receivers' headers and parsers: an empty id
+// made no valid CloudEvent and a garbage traceparent went out as sent. The
+// limits themselves (200-byte stream, 1024-byte id, a plain trace
+// context) go in.
+func TestProducerRawInsertKeepsGoLengthsAndTraceRules(t *testing.T) {
+	ctx := t.Context()
+	p := newProducerDB(t)
+	c := p.conn(t)
+	const raw = `INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
+VALUES ($1, $2, $3, $4, '', false, '\x00', now(), $5, $6)`
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	ok := []any{"orders/1", "r-1", "k", "text/plain", "", ""}
+	with := func(i int, v string) []any { a := append([]any(nil), ok...); a[i] = v; return a }
+	for name, args := range map[string][]any{
+		"an empty stream":               with(0, ""),
+		"a stream over 200 bytes":       with(0, strings.Repeat("s", 201)),
+		"an empty id":                   with(1, ""),
+		"an id over 1024 bytes":         with(1, strings.Repeat("i", 1025)),
+		"an empty kind":                 with(2, ""),
+		"a kind over 200 bytes":         with(2, strings.Repeat("k", 201)),
+		"a content type over 200 bytes": with(3, "text/plain; x="+strings.Repeat("x", 190)),
+		"a traceparent that is not one": with(4, "garbage"),
+		"a traceparent of version 01":   with(4, "01"+tp[2:]),
+		"an all-zero trace id":          with(4, "00-"+strings.Repeat("0", 32)+tp[35:]),
+		"a tracestate without a parent": with(5, "k=v"),
+		"a tracestate over 8223 bytes":  {"orders/1", "r-1", "k", "text/plain", tp, strings.Repeat("v", 8224)},
+	} {
+		_, err := c.Exec(ctx, raw, args...)
+		require.Error(t, err, name)
+		require.Equal(t, "23514", pgErr(t, err).Code, name)
+	}
+	_, err := c.Exec(ctx, raw, strings.Repeat("s", 200), strings.Repeat("i", 1024), strings.Repeat("k", 200),
+		"text/plain; x="+strings.Repeat("x", 186), tp, strings.Repeat("v", 8223))
+	require.NoError(t, err, "Go's limits themselves")
+	require.Equal(t, 1, sequence(t, p.s))
+}

@@ -66,6 +66,15 @@ CREATE TABLE herald_record (
         AND kind !~ '[\x01-\x20\x7f-\x9f\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]'
         AND id !~ '[\x01-\x1f\x7f-\x9f\u2028\u2029]'
         AND traceparent !~ '[^ -~]' AND tracestate !~ '[^ -~]'),
+    -- journal.ValidateEntries' lengths (UTF-8 bytes), non-empty names and
+    -- trace context, which reach receivers' headers and parsers as well.
+    CONSTRAINT herald_record_sizes CHECK (
+        octet_length(stream) BETWEEN 1 AND 200 AND octet_length(id) BETWEEN 1 AND 1024
+        AND octet_length(kind) BETWEEN 1 AND 200 AND octet_length(content_type) <= 200),
+    CONSTRAINT herald_record_trace CHECK (
+        traceparent = '' AND tracestate = ''
+        OR traceparent ~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' AND traceparent !~ '^00-0{32}-'
+           AND traceparent !~ '^00-[0-9a-f]{32}-0{16}-' AND octet_length(tracestate) <= 8223),
     -- An instant Go reads and writes as JSON (years 1 to 9999): a record
     -- whose appended_at is infinity stopped its stream's every read.
     CONSTRAINT herald_record_appended_at CHECK (
