@@ -88,7 +88,7 @@ func TestREADMEFirstScreen(t *testing.T) {
 
 // TestCIFuzzesEveryTarget: README's Layout says .ci/run runs a short fuzz
 // of every target; its list names each Fuzz function of the module's tests,
-// and nothing else.
+// and nothing else, and RELIABILITY.md's Fuzzing table names each too.
 func TestCIFuzzesEveryTarget(t *testing.T) {
 	ci, err := os.ReadFile(filepath.Join(".ci", "run"))
 	require.NoError(t, err)
@@ -126,6 +126,30 @@ func TestCIFuzzesEveryTarget(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, found)
 	require.ElementsMatch(t, found, inCI, ".ci/run's TARGETS against the Fuzz functions of *_test.go")
+	// RELIABILITY.md's Fuzzing table says what outside input each fuzzes.
+	rel, err := os.ReadFile("RELIABILITY.md")
+	require.NoError(t, err)
+	_, table, _ := strings.Cut(string(rel), "## Fuzzing\n")
+	table, _, _ = strings.Cut(table, "\n## ")
+	var inTable []string
+	for _, row := range strings.Split(table, "\n") {
+		cells := strings.Split(row, "|")
+		if len(cells) < 4 || !strings.Contains(cells[2], "`Fuzz") {
+			continue
+		}
+		// "projection/a2a, activitypub, cloudevents": the first names the folder.
+		pkgs := strings.Split(strings.TrimSpace(cells[1]), ", ")
+		dir, _ := filepath.Split(pkgs[0])
+		for i, pkg := range pkgs {
+			if i > 0 {
+				pkg = dir + pkg
+			}
+			for _, m := range regexp.MustCompile("`(Fuzz\\w+)`").FindAllStringSubmatch(cells[2], -1) {
+				inTable = append(inTable, "./"+pkg+" "+m[1])
+			}
+		}
+	}
+	require.ElementsMatch(t, found, inTable, "RELIABILITY.md's Fuzzing table against the Fuzz functions of *_test.go")
 }
 
 // TestREADMECommands runs every block marked runnable, in order, as a user
@@ -218,4 +242,41 @@ func TestREADMEGoCompiles(t *testing.T) {
 		n++
 	}
 	require.Positive(t, n)
+}
+
+// TestPointersToREADMENameItsPlaces: a pointer such as `README, "Rate"` in a
+// help text, a package doc or the OpenAPI document names a heading of the
+// README or a paragraph's bold title ("**Retention**:"), so that a renamed
+// section cannot leave a pointer to nowhere.
+func TestPointersToREADMENameItsPlaces(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	pointer := regexp.MustCompile(`README(?:\.md)?,? \(?"([^"]+)"`)
+	joined := regexp.MustCompile(`\s*\n\s*(?://\s*)?`) // a pointer may run over lines of a comment or a string
+	n := 0
+	err = filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules" || d.Name() == "bench") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || strings.HasSuffix(path, "_test.go") || !(strings.HasSuffix(path, ".go") || strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".md")) {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range pointer.FindAllStringSubmatch(joined.ReplaceAllString(string(src), " "), -1) {
+			heading := regexp.MustCompile(`(?m)^#+ ` + regexp.QuoteMeta(m[1]) + `$`)
+			title := regexp.MustCompile(`\*\*` + regexp.QuoteMeta(m[1]) + `(\*\*[:.]|[:.]\*\*)`) // "**Retention**:", "**Producers' grants.**"
+			require.True(t, heading.Match(readme) || title.Match(readme),
+				"%s points to README, %q, which has no such heading", path, m[1])
+			n++
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Greater(t, n, 20, "the walk found the pointers")
 }

@@ -608,3 +608,51 @@ func TestOpenAPIPassesTheNullsTheHandlersTakeAsAbsent(t *testing.T) {
 		}
 	}
 }
+
+// The document's bounds on a request's lists are the handlers': an append
+// takes journal.MaxBatch records and refuses one more (the document said
+// 1,000 while the handler took 10,000), and a registration store.MaxKinds
+// kinds; the handler refuses one more naming the field.
+func TestOpenAPIListBoundsAreTheHandlers(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]struct {
+					MaxItems int `yaml:"maxItems"`
+				} `yaml:"properties"`
+			} `yaml:"schemas"`
+		} `yaml:"components"`
+	}
+	require.NoError(t, yaml.Unmarshal(openAPIYAML, &doc))
+	schemas := doc.Components.Schemas
+	require.Equal(t, journal.MaxBatch, schemas["AppendRequest"].Properties["records"].MaxItems)
+	require.Equal(t, store.MaxKinds, schemas["RegistrationRequest"].Properties["kinds"].MaxItems)
+	require.Equal(t, store.MaxKinds, schemas["SubscriptionRequest"].Properties["kinds"].MaxItems)
+	srv := apiServer(t, memory.New(), testToken)
+	list := func(n int, item func(i int) string) string {
+		items := make([]string, n)
+		for i := range items {
+			items[i] = item(i)
+		}
+		return strings.Join(items, ",")
+	}
+	records := func(n int) string {
+		return `{"stream": "orders/1", "records": [` + list(n, func(i int) string { return fmt.Sprintf(`{"id": "r%d", "kind": "k", "payload": %d}`, i, i) }) + `]}`
+	}
+	kinds := func(n int) string {
+		return `{"stream": "orders/1", "id": "billing", "namespace": "webhook", "url": "https://billing.example/", "kinds": [` +
+			list(n, func(i int) string { return fmt.Sprintf(`"k%d"`, i) }) + `], "config": {"secrets": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}}`
+	}
+	for _, c := range []struct {
+		path, over, at, field string
+	}{
+		{"/v1/records", records(journal.MaxBatch + 1), records(journal.MaxBatch), "entries"},
+		{"/v1/registrations", kinds(store.MaxKinds + 1), kinds(store.MaxKinds), "kinds"},
+	} {
+		code, answer := call(t, srv, http.MethodPost, c.path, "application/json", testToken, c.over)
+		require.Equal(t, http.StatusBadRequest, code, answer)
+		require.Contains(t, errorOf(t, answer), c.field)
+		code, answer = call(t, srv, http.MethodPost, c.path, "application/json", testToken, c.at)
+		require.Equal(t, http.StatusCreated, code, answer)
+	}
+}

@@ -118,9 +118,9 @@ receiver that keeps failing, or answers 410 Gone, is parked with its cursor
 kept; an operator lists it and unparks it, and nothing is lost.
 
 Database: only register, append, keys add, tokens create, migrate up and demo
-create (and migrate) a new SQLite file; the others refuse a path with no file. sweep and
-run migrate an older one up; commands that read, or change an existing
-registration, migrate nothing.
+create (and migrate) a new SQLite file; the others refuse a path with no file. sweep,
+run, reseal and keyring retire migrate an older one up; commands that read, or
+change an existing registration, migrate nothing.
 
 Exit codes:
   0  success

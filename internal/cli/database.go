@@ -204,7 +204,7 @@ type openMode int
 const (
 	noDB       openMode = iota // the command opens none, or its own (migrate, demo)
 	createDB                   // create and migrate a new file, migrate an older one up (register, append, keys add, tokens create)
-	existingDB                 // refuse a missing file (a mistyped path would serve an empty database), migrate up (sweep, run)
+	existingDB                 // refuse a missing file (a mistyped path would serve an empty database), migrate up (sweep, run, reseal, keyring retire)
 	readDB                     // refuse a missing file, migrate nothing, so that none undoes a herald migrate down
 )
 

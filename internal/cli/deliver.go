@@ -314,7 +314,8 @@ Traces are exported by OTLP when the standard OTEL_* environment asks
 			f.StringVar(&retain, "retain", "7d", retainHelp)
 			f.DurationVar(&pruneEvery, "prune-every", time.Minute, "how often to prune, in small batches (0: never)")
 			f.DurationVar(&seqIv, "sequencer-interval", postgres.DefaultSequencerInterval,
-				"PostgreSQL: the longest a committed record waits for its seq while records keep coming (shorter: more, smaller sequencer steps, each a commit)")
+				fmt.Sprintf("PostgreSQL: the longest a committed record waits for its seq while records keep coming (shorter: more, smaller sequencer steps, each a commit), %v to %v",
+					postgres.MinSequencerInterval, postgres.MaxSequencerInterval))
 			df.add(f)
 		},
 		check: func(c *call) (err error) {

@@ -21,9 +21,9 @@ func newTokens(e *env) command {
 	list.short = "Tokens for the APIs and the page: create, list, revoke"
 	list.long = `List, create and revoke the tokens the daemon's admin address, API address
 and page accept beside HERALD_ADMIN_TOKEN. A token has a role (producer,
-reader, operator, admin: README, "Tokens", says what each may do) and may be
-scoped to stream prefixes: it then sees and acts only on streams under them
-(a tenant's portal). The secret is shown once, at creation; herald keeps only
+reader, operator, admin: README, "Tokens, roles and scopes", says what each
+may do) and may be scoped to stream prefixes: it then sees and acts only on
+streams under them (a tenant's portal). The secret is shown once, at creation; herald keeps only
 its SHA-256. A running daemon sees a new or revoked token at its next request.`
 	list.example = `  herald tokens create --name "tenant 42 portal" --role operator --scope tenant/42/
   herald tokens list --json
