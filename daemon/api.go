@@ -103,17 +103,10 @@ func bothRoutes(db store.Backend, now func() time.Time, woke func(namespace stri
 	return routes
 }
 
-// DefaultExpireOld is how long a rotated secret keeps signing unless told:
-// a day, as Svix keeps one, for a receiver to deploy the new secret.
-const DefaultExpireOld = 24 * time.Hour
-
 func (d *Daemon) rotateSecret(r *http.Request, k store.Key, q url.Values) (any, error) {
-	expireOld := DefaultExpireOld
-	if s := q.Get("expire_old"); s != "" {
-		var err error
-		if expireOld, err = time.ParseDuration(s); err != nil {
-			return nil, journal.Invalid("expire_old", "%q is not a duration (24h, 90m, 0s)", s)
-		}
+	expireOld, err := operator.ParseExpireOld("expire_old", q.Get("expire_old"))
+	if err != nil {
+		return nil, err
 	}
 	// The store, not a worker, checks: the config Rotate returns is valid,
 	// and a client certificate that has since expired must not block a

@@ -236,6 +236,8 @@ func TestOpenAPIMatchesTheHandlers(t *testing.T) {
 		{"POST", "/v1/registrations/unpark?stream=orders%0A1", "", testToken, "", 400},
 		{"POST", "/v1/registration/rotate-secret?stream=orders/1&id=billing&expire_old=1h", "", testToken, "", 200},
 		{"POST", "/v1/registration/rotate-secret?stream=orders/1&id=billing&expire_old=-1h", "", testToken, "", 400},
+		{"POST", "/v1/registration/rotate-secret?stream=orders/1&id=billing&expire_old=7d", "", testToken, "", 200},
+		{"POST", "/v1/registration/rotate-secret?stream=orders/1&id=billing&expire_old=31d", "", testToken, "", 400},
 		{"POST", "/v1/registration/rotate-secret?stream=orders/1&id=nobody", "", testToken, "", 404},
 		{"DELETE", "/v1/registration?stream=orders/1&id=billing", "", testToken, "", 204},
 		{"DELETE", "/v1/registration?stream=orders/1&id=billing", "", testToken, "", 404},

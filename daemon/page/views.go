@@ -17,7 +17,6 @@ import (
 	"github.com/heraldpush/herald/daemon/internal/web"
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/journal"
-	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 )
@@ -219,12 +218,10 @@ func parseAct(v url.Values, by string) (act, error) {
 		}
 	}
 	if a.Action == "rotate-secret" {
-		s := cmp.Or(v.Get("expire_old"), "24h")
-		d, err := time.ParseDuration(s)
-		if err != nil || d < 0 || d > webhook.MaxExpireOld {
-			return a, journal.Invalid("expire_old", "%q must be a duration from 0s to %v (24h, 90m)", s, webhook.MaxExpireOld)
+		var err error
+		if a.ExpireOld, err = operator.ParseExpireOld("expire_old", strings.TrimSpace(v.Get("expire_old"))); err != nil {
+			return a, err
 		}
-		a.ExpireOld = d
 	}
 	if a.Action == "skip" || a.Action == "rewind" {
 		s := v.Get("to_seq")

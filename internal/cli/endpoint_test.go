@@ -118,9 +118,15 @@ func TestRegisterMakesASecretAndRotateSecretKeepsTheOldUntilItExpires(t *testing
 	heraldOK(t, db, "", "sweep", "--namespace", "webhook", "--allow-http", "--allow-private-network", "--at", "2026-03-16T11:00:00Z")
 	require.Len(t, strings.Fields(received(t, sigs)), 1, "after the expiry only the new secret signs")
 
-	r := runCLI(t, db, "", "rotate-secret", "--stream", "s", "--id", "r", "--expire-old", "-1h")
-	require.Equal(t, ExitUsage, r.code, r.stderr)
-	require.Contains(t, r.stderr, "--expire-old -1h0m0s must be from 0")
+	for _, bad := range []string{"-1h", "31d", "soon"} {
+		r := runCLI(t, db, "", "rotate-secret", "--stream", "s", "--id", "r", "--expire-old", bad)
+		require.Equal(t, ExitUsage, r.code, r.stderr)
+		require.Contains(t, r.stderr, `invalid --expire-old: "`+bad+`" is `, "refused naming the flag, as every span flag is")
+	}
+	require.Contains(t, runCLI(t, db, "", "rotate-secret", "--stream", "s", "--id", "r", "--expire-old", "31d").stderr, "it must be 0s to 30d")
+	out = heraldOK(t, db, "", "rotate-secret", "--stream", "s", "--id", "r", "--expire-old", "7d", "--at", "2026-03-16T11:00:00Z", "--json")
+	require.NoError(t, json.Unmarshal([]byte(out), &rot))
+	require.Equal(t, time.Date(2026, 3, 23, 11, 0, 0, 0, time.UTC), rot.OldUntil, "whole days, as every span flag takes them")
 }
 
 // TestRegistrationsShowWhenRotatedSecretsStopSigning: after a rotation,

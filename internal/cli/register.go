@@ -573,9 +573,10 @@ func printSkipped(w io.Writer, v operator.SubscriptionView) {
 
 func newRotateSecret(e *env) command {
 	var (
-		stream, id string
-		expireOld  time.Duration
-		at         instant
+		stream, id    string
+		expireOldFlag string
+		expireOld     time.Duration
+		at            instant
 	)
 	return command{
 		use:   "rotate-secret",
@@ -587,20 +588,19 @@ without a refused message; then only the new one signs. Whether an old secret
 still signs is judged by each sweep's instant, not this machine's clock. The
 cursor and retry state are kept, and so is a change another process makes
 meanwhile (a register, a rotation): the rotation reads the registration again
-and rotates that. --expire-old is 0 (the old ones stop at once) to %v.`, webhook.MaxExpireOld),
+and rotates that. --expire-old is 0s (the old ones stop at once) to %s.`, store.FormatDays(webhook.MaxExpireOld)),
 		example: `  herald rotate-secret --stream orders --id billing --expire-old 24h`,
 		need:    []string{"stream", "id"},
 		db:      readDB,
 		flags: func(f *pflag.FlagSet) {
 			keyFlags(f, &stream, &id)
-			f.DurationVar(&expireOld, "expire-old", 24*time.Hour, "how long the old secrets keep signing (0: they stop at once; a turn already sending stops within a third of the lease)")
+			f.StringVar(&expireOldFlag, "expire-old", store.FormatDays(operator.DefaultExpireOld), "how long the old secrets keep signing: a duration (24h) or whole days (7d); 0s: they stop at once (a turn already sending stops within a third of the lease)")
 			f.Var(&at, "at", "the instant the old secrets' time starts from: RFC 3339 or unix seconds (default now; use the clock your sweeps use)")
 		},
 		check: func(c *call) error {
-			if expireOld < 0 || expireOld > webhook.MaxExpireOld {
-				return usagef("--expire-old %v must be from 0 to %v", expireOld, webhook.MaxExpireOld)
-			}
-			return nil
+			var err error
+			expireOld, err = operator.ParseExpireOld("--expire-old", expireOldFlag)
+			return usageOf(err)
 		},
 		run: func(c *call) error {
 			v, err := operator.RotateSecret(c.ctx(), c.b, stream, id, c.at(at), expireOld)

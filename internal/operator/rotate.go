@@ -19,6 +19,21 @@ type RotatedView struct {
 	Secret string `json:"secret"`
 }
 
+// DefaultExpireOld is how long a rotated secret keeps signing unless told:
+// a day, as Svix keeps one, for a receiver to deploy the new secret.
+const DefaultExpireOld = 24 * time.Hour
+
+// ParseExpireOld reads how long a rotation keeps the old secrets signing,
+// as field (a flag, an API or form field) gives it: a duration or whole
+// days (store.ParseDays: "24h", "3d", "0s"), 0 to webhook.MaxExpireOld;
+// "" is DefaultExpireOld. Errors name field and the range.
+func ParseExpireOld(field, s string) (time.Duration, error) {
+	if s == "" {
+		return DefaultExpireOld, nil
+	}
+	return store.ParseDays(field, s, 0, webhook.MaxExpireOld)
+}
+
 // RotateSecret gives webhook registration stream/id a new secret
 // (webhook.Config.Rotate at now, keeping the old ones signing for
 // expireOld), through Update: a rotation never undoes an update made
