@@ -315,7 +315,9 @@ migrated only by "herald migrate up", so that a deploy controls when it happens.
 				}
 			}
 			st, err := migrate(c.ctx(), d, c.args[0])
-			if err != nil {
+			if errors.Is(err, store.ErrSchemaOtherBuild) {
+				return e.openError(d, err) // with what to do: no migration helps
+			} else if err != nil {
 				return fmt.Errorf("migrate %s %s: %w", c.args[0], d, err)
 			}
 			return c.print(st, func(w io.Writer) {
