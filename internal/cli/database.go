@@ -242,6 +242,11 @@ func (e *env) open(ctx context.Context, mode openMode) (backend, error) {
 		if s, err = postgres.Open(pctx, d.url, postgres.WithSequencerInterval(cmp.Or(e.seqEvery, postgres.DefaultSequencerInterval)),
 			postgres.WithKeyring(e.keys)); err == nil {
 			b = s
+			if mode == existingDB { // run, sweep: they write as the owner
+				if err = s.CheckOwner(pctx); err != nil {
+					_ = s.Close()
+				}
+			}
 		}
 	}
 	if err != nil {

@@ -29,8 +29,9 @@
 // key for that id only, and is then decided as above (a batch is
 // all-or-nothing: what it inserted is deleted before it decides).
 //
-// One sequencer at a time, elected by an advisory transaction lock, numbers
-// the records by snapshots, as PgQ batches events. herald_sequencer keeps
+// One sequencer at a time, elected by herald_sequencer's row lock (not an
+// advisory lock, which any role may take), numbers the records by
+// snapshots, as PgQ batches events. herald_sequencer keeps
 // done, a snapshot whose committed transactions' records are all numbered.
 // A step is one READ COMMITTED transaction in one round trip: the lock, then
 // one statement whose own snapshot is the window: it gives the records of

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -280,4 +281,111 @@ func TestProducerAppendToANewStreamMaterialisesSubscriptions(t *testing.T) {
 		require.JSONEq(t, `{"secret":"s3cr3t"}`, string(st.Config), "the subscription's config, opened")
 	}
 	require.Equal(t, map[string]uint64{"tenant/7/invoices": 1, "tenant/7/orders": 1}, got)
+}
+
+// TestProducerHoldingAdvisoryLocksStopsNothing: any role that can connect
+// may take any advisory lock, so a producer holding, for its session, each
+// advisory key herald once elected or ordered with (the sequencer's, the
+// subscriptions') must neither stop the sequencer numbering (nothing would
+// ever be delivered) nor hang a sequencer step that creates a stream, nor
+// Subscribe. herald's locks are on tables a producer holds no grant on.
+func TestProducerHoldingAdvisoryLocksStopsNothing(t *testing.T) {
+	ctx := t.Context()
+	p := newProducerDB(t)
+	c := p.conn(t)
+	_, err := c.Exec(ctx, `SELECT pg_advisory_lock(x'686572616c645351'::bigint), pg_advisory_lock(7106209355)`)
+	require.NoError(t, err, "a producer may take advisory locks: PostgreSQL has no grant for them")
+
+	// A deadline turns a hang into a failure; nothing here waits on it.
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	_, err = p.s.Subscribe(ctx, store.Subscription{Prefix: "tenant/7/", ID: "t7", Namespace: "webhook",
+		URL: "https://t7.example/hooks"}, store.Subscription{})
+	require.NoError(t, err, "Subscribe while a producer holds advisory locks")
+	_, err = p.s.Append(ctx, "tenant/7/orders", entry("held-1"))
+	require.NoError(t, err)
+	n, err := p.s.Sequence(ctx)
+	require.NoError(t, err, "a sequencer step creating a stream while a producer holds advisory locks")
+	require.Equal(t, 0, n, "Append numbered its own record")
+	require.Equal(t, []string{"held-1"}, readIDs(t, p.s, "tenant/7/orders"))
+	tx, err := p.s.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	_, err = p.s.AppendTx(ctx, tx, "tenant/7/invoices", entry("held-2"))
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+	n, err = p.s.Sequence(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the sequencer numbered the record appended in the application's transaction")
+	list, err := store.AllRegistrations(ctx, p.s, store.ListQuery{Subscription: "tenant/7/", ID: "t7"})
+	require.NoError(t, err)
+	require.Len(t, list, 2, "the subscription materialised on both new streams")
+}
+
+// TestProducerCannotStoreAnAppendedAtGoCannotRead: appended_at is in a
+// producer's grant (AppendTx's insert carries its clock), so the table
+// refuses an instant Go cannot read or write as JSON: ±infinity, and a
+// year past 9999. One such record stopped its stream for every receiver
+// (the read failed at it, again at every sweep).
+func TestProducerCannotStoreAnAppendedAtGoCannotRead(t *testing.T) {
+	ctx := t.Context()
+	p := newProducerDB(t)
+	c := p.conn(t)
+	const raw = `INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at)
+VALUES ('orders/1', $1, 'k', 'application/json', '\x7b7d', false, '\x00', $2::timestamptz)`
+	for _, at := range []string{"infinity", "-infinity", "10000-01-01 00:00:00+00", "4713-01-01 00:00:00+00 BC"} {
+		_, err := c.Exec(ctx, raw, "at-"+at, at)
+		require.Error(t, err, "appended_at %s", at)
+		require.Equal(t, "23514", pgErr(t, err).Code, "appended_at %s", at)
+		_, err = c.Exec(ctx, `SELECT * FROM herald_append_rows('orders/1', ARRAY[$1], ARRAY['k'], ARRAY['application/json'],
+			ARRAY['\x7b7d'::bytea], ARRAY[false], ARRAY[''], ARRAY[''], $2::timestamptz)`, "rows-"+at, at)
+		require.Error(t, err, "herald_append_rows at %s", at)
+	}
+	_, err := c.Exec(ctx, raw, "ok-1", "9999-12-31 23:59:59+00")
+	require.NoError(t, err, "the last instant of year 9999 is Go's")
+	require.Equal(t, 1, sequence(t, p.s))
+	recs, err := p.s.Read(ctx, "orders/1", 1, 10, 0)
+	require.NoError(t, err)
+	require.Len(t, recs, 1)
+	_, err = recs[0].AppendedAt.MarshalJSON()
+	require.NoError(t, err)
+}
+
+// TestProducerRawInsertKeepsGoLengthsAndTraceRules: a producer's hand-written
+// INSERT is held to journal.ValidateEntries' lengths, non-empty names and
+// trace context, which reach receivers' headers and parsers: an empty id
+// made no valid CloudEvent and a garbage traceparent went out as sent. The
+// limits themselves (200-byte stream, 1024-byte id, a plain trace
+// context) go in.
+func TestProducerRawInsertKeepsGoLengthsAndTraceRules(t *testing.T) {
+	ctx := t.Context()
+	p := newProducerDB(t)
+	c := p.conn(t)
+	const raw = `INSERT INTO herald_record (stream, id, kind, content_type, payload, final, digest, appended_at, traceparent, tracestate)
+VALUES ($1, $2, $3, $4, '', false, '\x00', now(), $5, $6)`
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	ok := []any{"orders/1", "r-1", "k", "text/plain", "", ""}
+	with := func(i int, v string) []any { a := append([]any(nil), ok...); a[i] = v; return a }
+	for name, args := range map[string][]any{
+		"an empty stream":               with(0, ""),
+		"a stream over 200 bytes":       with(0, strings.Repeat("s", 201)),
+		"an empty id":                   with(1, ""),
+		"an id over 1024 bytes":         with(1, strings.Repeat("i", 1025)),
+		"an empty kind":                 with(2, ""),
+		"a kind over 200 bytes":         with(2, strings.Repeat("k", 201)),
+		"a content type over 200 bytes": with(3, "text/plain; x="+strings.Repeat("x", 190)),
+		"a traceparent that is not one": with(4, "garbage"),
+		"a traceparent of version 01":   with(4, "01"+tp[2:]),
+		"an all-zero trace id":          with(4, "00-"+strings.Repeat("0", 32)+tp[35:]),
+		"a tracestate without a parent": with(5, "k=v"),
+		"a tracestate over 8223 bytes":  {"orders/1", "r-1", "k", "text/plain", tp, strings.Repeat("v", 8224)},
+	} {
+		_, err := c.Exec(ctx, raw, args...)
+		require.Error(t, err, name)
+		require.Equal(t, "23514", pgErr(t, err).Code, name)
+	}
+	_, err := c.Exec(ctx, raw, strings.Repeat("s", 200), strings.Repeat("i", 1024), strings.Repeat("k", 200),
+		"text/plain; x="+strings.Repeat("x", 186), tp, strings.Repeat("v", 8223))
+	require.NoError(t, err, "Go's limits themselves")
+	require.Equal(t, 1, sequence(t, p.s))
 }

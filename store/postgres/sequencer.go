@@ -12,8 +12,6 @@ import (
 )
 
 const (
-	// sequencerLock keys the advisory lock that elects the sequencer.
-	sequencerLock int64 = 0x68657261_6c645351 // "heraldSQ"
 	// sequencerPage bounds the records of a step, to bound its transaction.
 	sequencerPage = 10_000
 )
@@ -108,10 +106,10 @@ func (s *Store) step(ctx context.Context, conn *pgx.Conn, wait bool) (page, n in
 		b.Queue(stmt("begin"))
 		queuePlanner(b)
 		if wait {
-			b.Queue(stmt("wait_lock"), pgx.NamedArgs{"key": sequencerLock})
+			b.Queue(stmt("wait_lock"))
 			b.Queue(stmt("held"))
 		} else {
-			b.Queue(stmt("try_lock"), pgx.NamedArgs{"key": sequencerLock})
+			b.Queue(stmt("try_lock"))
 		}
 		b.Queue(stmt("number"), pgx.NamedArgs{"page": s.page}).QueryRow(func(row pgx.Row) error { return row.Scan(&page, &numbered, &refused, &notified) })
 		if s.stepHook == nil {

@@ -66,6 +66,19 @@ CREATE TABLE herald_record (
         AND kind !~ '[\x01-\x20\x7f-\x9f\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]'
         AND id !~ '[\x01-\x1f\x7f-\x9f\u2028\u2029]'
         AND traceparent !~ '[^ -~]' AND tracestate !~ '[^ -~]'),
+    -- journal.ValidateEntries' lengths (UTF-8 bytes), non-empty names and
+    -- trace context, which reach receivers' headers and parsers as well.
+    CONSTRAINT herald_record_sizes CHECK (
+        octet_length(stream) BETWEEN 1 AND 200 AND octet_length(id) BETWEEN 1 AND 1024
+        AND octet_length(kind) BETWEEN 1 AND 200 AND octet_length(content_type) <= 200),
+    CONSTRAINT herald_record_trace CHECK (
+        traceparent = '' AND tracestate = ''
+        OR traceparent ~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' AND traceparent !~ '^00-0{32}-'
+           AND traceparent !~ '^00-[0-9a-f]{32}-0{16}-' AND octet_length(tracestate) <= 8223),
+    -- An instant Go reads and writes as JSON (years 1 to 9999): a record
+    -- whose appended_at is infinity stopped its stream's every read.
+    CONSTRAINT herald_record_appended_at CHECK (
+        appended_at >= '0001-01-01 00:00:00+00' AND appended_at < '10000-01-01 00:00:00+00'),
     CONSTRAINT herald_record_content_type CHECK (
         split_part(content_type, ';', 1) ~ $re$^[\s\u0085\u00a0]*[!#$%&'*+.^_`{|}~0-9A-Za-z-]+/[!#$%&'*+.^_`{|}~0-9A-Za-z-]+[\s\u0085\u00a0]*$$re$
         AND CASE WHEN split_part(content_type, ';', 1) ~* '(^[\s\u0085\u00a0]*application/json|\+json)[\s\u0085\u00a0]*$'
@@ -195,14 +208,16 @@ CREATE TABLE herald_subscription (
 -- first record (or a registration on it): the subscriptions whose prefix
 -- it is under materialise in that transaction, at its first seq. One read
 -- of the subscriptions per new stream; nothing per append or per claim. A
--- registration of the same key is left as it is. The shared advisory lock
--- orders it with Subscribe (the exclusive one), which materialises the
--- streams already committed: a stream is either seen by Subscribe or sees
--- the subscription, never neither.
+-- registration of the same key is left as it is. Its lock (ROW EXCLUSIVE:
+-- triggers do not wait on each other) orders it with Subscribe's (SHARE ROW
+-- EXCLUSIVE), which materialises the streams already committed: a stream
+-- is either seen by Subscribe or sees the subscription, never neither. A
+-- table's lock, not an advisory one: a producer, without a grant on the
+-- table, cannot hold it.
 CREATE FUNCTION herald_stream_subscriptions() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(7106209355);
+    LOCK TABLE herald_subscription IN ROW EXCLUSIVE MODE;
     -- A statement of its own, so its snapshot (READ COMMITTED) is taken
     -- after the lock: a Subscribe that held it has committed.
     INSERT INTO herald_registration (stream, id, namespace, url, host, on_rejected, kinds, "window",

@@ -40,11 +40,13 @@ BEGIN ISOLATION LEVEL READ COMMITTED
 -- name: try_lock
 -- The lock, tried or waited for, held in a transaction-local setting that
 -- number reads: a statement of its own, whose snapshot, taken after the
--- lock was granted, sees all the previous holder committed.
-SELECT set_config('herald.sequencer', pg_try_advisory_xact_lock(@key)::text, true) = 'true'
+-- lock was granted, sees all the previous holder committed. It is
+-- herald_sequencer's row, not an advisory lock: any role may hold any
+-- advisory key, and a producer holding this one would stop the numbering.
+SELECT set_config('herald.sequencer', EXISTS (SELECT FROM herald_sequencer WHERE one FOR UPDATE SKIP LOCKED)::text, true) = 'true'
 
 -- name: wait_lock
-SELECT pg_advisory_xact_lock(@key)
+SELECT FROM herald_sequencer WHERE one FOR UPDATE
 
 -- name: held
 SELECT set_config('herald.sequencer', 'true', true) = 'true'

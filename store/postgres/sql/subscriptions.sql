@@ -1,12 +1,13 @@
 -- Subscriptions (subscriptions.go). A stream created later is materialised
 -- by the trigger herald_stream_subscriptions, in the sequencer step that
 -- creates its row; Subscribe materialises the streams that exist. The
--- advisory lock (exclusive here and in Unsubscribe, shared in the trigger)
--- orders them, so that no stream falls between them and none materialises a
--- registration of a subscription being removed.
+-- table's lock (SHARE ROW EXCLUSIVE here and in Unsubscribe, ROW EXCLUSIVE
+-- in the trigger) orders them, so that no stream falls between them and
+-- none materialises a registration of a subscription being removed. Not an
+-- advisory lock: a producer may hold any advisory key, none of this.
 
 -- name: subscribe_lock
-SELECT pg_advisory_xact_lock(7106209355)
+LOCK TABLE herald_subscription IN SHARE ROW EXCLUSIVE MODE
 
 -- name: upsert_subscription
 INSERT INTO herald_subscription
