@@ -31,6 +31,9 @@ import (
 	"github.com/heraldpush/herald/internal/operator"
 	"github.com/heraldpush/herald/internal/seedtest"
 	"github.com/heraldpush/herald/journal"
+	"github.com/heraldpush/herald/projection/a2a"
+	"github.com/heraldpush/herald/projection/activitypub"
+	"github.com/heraldpush/herald/projection/cloudevents"
 	"github.com/heraldpush/herald/projection/webhook"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
@@ -465,11 +468,10 @@ func describe(errs []*valerrors.ValidationError) string {
 	return b.String()
 }
 
-// The document's WebhookConfig is webhook.Config: the same keys (the
-// struct's JSON names, so a field added to one and not the other fails
-// here), and a registration request is valid with a boolean envelope and
-// invalid with another value or an unknown key, as the handler answers.
-func TestOpenAPIWebhookConfigIsWebhookConfig(t *testing.T) {
+// Each namespace's config schema is its projection's Config: the same keys
+// (the struct's JSON names, so a field added to one and not the other
+// fails here), and a request the handler takes passes the document.
+func TestOpenAPIConfigSchemasAreTheProjectionsConfigs(t *testing.T) {
 	var doc struct {
 		Components struct {
 			Schemas map[string]struct {
@@ -478,19 +480,61 @@ func TestOpenAPIWebhookConfigIsWebhookConfig(t *testing.T) {
 		} `yaml:"components"`
 	}
 	require.NoError(t, yaml.Unmarshal(openAPIYAML, &doc))
-	var documented, fields []string
-	for k := range doc.Components.Schemas["WebhookConfig"].Properties {
-		documented = append(documented, k)
-	}
-	for _, t := range []reflect.Type{reflect.TypeFor[webhook.Config](), reflect.TypeFor[transport.Endpoint]()} {
-		for f := range t.Fields() {
-			if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); !f.Anonymous {
-				fields = append(fields, name)
+	for schema, config := range map[string]reflect.Type{
+		"WebhookConfig":     reflect.TypeFor[webhook.Config](),
+		"ActivityPubConfig": reflect.TypeFor[activitypub.Config](),
+		"A2AConfig":         reflect.TypeFor[a2a.Config](),
+		"CloudEventsConfig": reflect.TypeFor[cloudevents.Config](),
+	} {
+		var documented, fields []string
+		for k := range doc.Components.Schemas[schema].Properties {
+			documented = append(documented, k)
+		}
+		for _, t := range []reflect.Type{config, reflect.TypeFor[transport.Endpoint]()} {
+			for f := range t.Fields() {
+				if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); !f.Anonymous {
+					fields = append(fields, name)
+				}
 			}
 		}
+		require.ElementsMatch(t, fields, documented, schema)
 	}
-	require.ElementsMatch(t, fields, documented)
 
+	passes := registrationValidator(t)
+	d, err := New(Options{Store: memory.New(), Transport: noTransport, APIToken: testToken, Now: func() time.Time { return t0 },
+		Projections: []push.Projection{webhook.New(), activitypub.New(), a2a.New(), cloudevents.New()},
+		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	srv := httptest.NewServer(d.APIHandler())
+	t.Cleanup(srv.Close)
+	for _, c := range []struct {
+		namespace, config string
+		valid             bool
+		code              int
+		field             string
+	}{
+		{"a2a", `{"token": "t-1", "auth_scheme": "Bearer", "credentials": "c"}`, true, http.StatusCreated, ""},
+		{"a2a", `{"token": "t-1", "authentication": {"scheme": "Bearer", "credentials": "c"}}`, false, http.StatusBadRequest, `unknown key "authentication"`},
+		{"cloudevents", `{"source": "https://shop.example", "structured": true}`, true, http.StatusCreated, ""},
+		{"cloudevents", `{"structured": true}`, false, http.StatusBadRequest, "source"},
+		// A key held once signs (a projection without WithKeys checks
+		// the shape only).
+		{"activitypub", `{"key_id": "https://shop.example/actor#main-key"}`, true, http.StatusCreated, ""},
+	} {
+		body := `{"stream": "orders/` + c.namespace + `", "id": "r", "namespace": "` + c.namespace + `", "url": "https://r.example/", "config": ` + c.config + `}`
+		ok, verrs := passes(body)
+		require.Equal(t, c.valid, ok, "%s: %v", c.config, verrs)
+		code, answer := call(t, srv, http.MethodPost, "/v1/registrations", "application/json", testToken, body)
+		require.Equal(t, c.code, code, "%s: %s", c.config, answer)
+		if c.field != "" {
+			require.Contains(t, errorOf(t, answer), c.field)
+		}
+	}
+}
+
+// A webhook registration request is valid with a boolean envelope and
+// invalid with another value or an unknown key, as the handler answers.
+func TestOpenAPIWebhookConfigIsWebhookConfig(t *testing.T) {
 	passes := registrationValidator(t)
 	srv := apiServer(t, memory.New(), testToken)
 	for _, c := range []struct {

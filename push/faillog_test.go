@@ -102,3 +102,36 @@ func TestAHostFailureLogsItsNextProbeOnlyOnceTheHostIsDown(t *testing.T) {
 	require.Contains(t, down, "state=down")
 	require.Contains(t, down, "next_probe_at=2026-")
 }
+
+// A host that comes back up is told once, by the worker whose answer
+// brought it up; another worker that held it down and is answered after
+// finds it up already, and says nothing.
+func TestAHostComingUpIsLoggedOnceAcrossWorkers(t *testing.T) {
+	f := newFixture(t)
+	down := true
+	f.recv.answer = func(push.Registration, push.Message, int) push.Outcome {
+		if down {
+			return push.Outcome{Verdict: push.Transient, Reason: "dial: connection refused", HostLevel: true}
+		}
+		return accepted()
+	}
+	f.append("s", 1)
+	f.registered(push.Registration{Stream: "s", ID: "r1", URL: "https://down.example/a"})
+	f.registered(push.Registration{Stream: "s", ID: "r2", URL: "https://down.example/b"})
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	w1 := f.worker(push.WithOwner("w1"), push.WithLogger(logger))
+	w2 := f.worker(push.WithOwner("w2"), push.WithLogger(logger))
+	for i := 0; i < 4; i++ { // both workers see the host fail and go down
+		f.sweep(w1, at(2*i))
+		f.sweep(w2, at(2*i+1))
+	}
+	down = false
+	for when := at(10); when.Before(at(600)) && (f.get("s", "r1").NextSeq == 1 || f.get("s", "r2").NextSeq == 1); when = when.Add(time.Second) {
+		f.sweep(w1, when)
+		f.sweep(w2, when.Add(time.Millisecond)) // its own clock: the daemon's workers each read theirs
+	}
+	require.Equal(t, uint64(2), f.get("s", "r1").NextSeq)
+	require.Equal(t, uint64(2), f.get("s", "r2").NextSeq)
+	require.Equal(t, 1, strings.Count(logs.String(), "host is up"), logs.String())
+}

@@ -90,6 +90,11 @@ var (
 	// (golang-migrate's mark of a migration that did not finish; herald's
 	// runner never sets it). The wrapping error says how to settle it.
 	ErrSchemaDirty = errors.New("database schema is dirty: a migration did not finish")
+	// ErrSchemaOtherBuild: the version is this binary's but the tables are
+	// not: another build made the file. Before a release a store's schema is
+	// one migration changed in place, so no step leads from one build's to
+	// another's.
+	ErrSchemaOtherBuild = errors.New("the database schema is another herald build's")
 )
 
 // Migration is one embedded schema migration of a SQL store.

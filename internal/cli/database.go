@@ -270,6 +270,8 @@ func (e *env) openError(d database, err error) error {
 		hint = "this herald is older than the database: upgrade herald"
 	case errors.Is(err, store.ErrNotHerald):
 		hint = "point --database at a herald database, or at a new file"
+	case errors.Is(err, store.ErrSchemaOtherBuild):
+		hint = "before herald's first release no migration leads from one build's schema to another's: run the build that made this database, or start a new one (README, \"Upgrading\")"
 	case errors.Is(err, store.ErrSchemaDirty):
 		hint = "a migration did not finish: check the schema, record its version as the error says, then run herald migrate up"
 	}
@@ -318,7 +320,9 @@ migrated only by "herald migrate up", so that a deploy controls when it happens.
 				}
 			}
 			st, err := migrate(c.ctx(), d, c.args[0])
-			if err != nil {
+			if errors.Is(err, store.ErrSchemaOtherBuild) {
+				return e.openError(d, err) // with what to do: no migration helps
+			} else if err != nil {
 				return fmt.Errorf("migrate %s %s: %w", c.args[0], d, err)
 			}
 			return c.print(st, func(w io.Writer) {

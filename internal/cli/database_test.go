@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"net"
 	"os"
 	"path/filepath"
@@ -306,5 +307,24 @@ func TestPostgresDatabaseIsNamedAsTheDriverReadsIt(t *testing.T) {
 		d, err := parseDatabase("", in)
 		require.NoError(t, err, in)
 		require.Equal(t, want, d.String(), in)
+	}
+}
+
+// A database another build made (same schema version, other tables) is
+// refused with what to do, not at its first statement.
+func TestAnotherBuildsDatabaseSaysWhatToDo(t *testing.T) {
+	db := newDB(t)
+	heraldOK(t, db, "{}", "append", "--stream", "orders/1", "--id", "o-1", "--kind", "order.created")
+	sqldb, err := sql.Open("sqlite", db)
+	require.NoError(t, err)
+	_, err = sqldb.Exec("ALTER TABLE herald_registration DROP COLUMN rate")
+	require.NoError(t, err)
+	require.NoError(t, sqldb.Close())
+	for _, cmd := range [][]string{{"status"}, {"registrations"}, {"migrate", "status"}, {"sweep", "--namespace", "webhook"}} {
+		r := runCLI(t, db, "", cmd...)
+		require.Equal(t, ExitError, r.code, "%v: %s", cmd, r.stderr)
+		require.Contains(t, r.stderr, "lacks column herald_registration.rate", cmd)
+		require.NotContains(t, r.stderr, "no such column", cmd)
+		require.Contains(t, r.stderr, `run the build that made this database, or start a new one (README, "Upgrading")`, cmd)
 	}
 }

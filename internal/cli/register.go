@@ -84,6 +84,12 @@ takes effect at its next attempt. With the file, it keeps its own copy.
 A webhook carries the record's kind, stream and seq in the headers
 Herald-Kind, Herald-Stream and Herald-Seq (projection/webhook's package doc).
 
+An a2a registration is one task's push notification config: --token goes in
+A2A-Notification-Token and X-A2A-Notification-Token, --auth-scheme and
+--credentials make the Authorization header. It is removed once a record with
+a terminal task state, or a final one, is acknowledged (README, "A2A push
+notifications").
+
 --kinds passes records of other kinds without a message (re-registering
 replaces the list). Within a --window the receiver may see records out of
 order (README, "Delivery semantics"); each message in flight takes one of its

@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -110,10 +111,68 @@ func inspectSchema(ctx context.Context, path string) (schemaState, error) {
 // transaction (one snapshot, under the file's shared lock unless immutable).
 func readStateAt(ctx context.Context, path string, immutable bool) (st schemaState, err error) {
 	err = readAt(ctx, path, immutable, func(tx *sql.Tx) error {
-		st, err = readState(ctx, tx)
-		return err
+		if st, err = readState(ctx, tx); err != nil || st.version != schema.Latest() || st.dirty {
+			return err
+		}
+		return checkShape(ctx, tx)
 	})
 	return st, err
+}
+
+// buildShape is the shape (sqlSchemaShape) this build's migrations make,
+// read from a database in memory once a process.
+var buildShape = sync.OnceValues(func() ([]string, error) {
+	db, err := sql.Open("sqlite", ":memory:")
+	if err != nil {
+		return nil, driverError(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1) // each connection to :memory: is a database of its own
+	for _, f := range schema.Files {
+		if _, err := db.Exec(f.Up); err != nil {
+			return nil, fmt.Errorf("migration %03d_%s in memory: %w", f.Version, f.Name, driverError(err))
+		}
+	}
+	return queryAll(context.Background(), db, "read the schema", nil, scanString, sqlSchemaShape)
+})
+
+func scanString(sc scanner) (string, error) {
+	var s string
+	err := sc.Scan(&s)
+	return s, err
+}
+
+// checkShape refuses (store.ErrSchemaOtherBuild) a schema at this build's
+// version that lacks what its migrations make, or has columns they do not,
+// naming what differs. An index, trigger or table of its own that an
+// operator (or a test) added is no other build's.
+func checkShape(ctx context.Context, q queryer) error {
+	want, err := buildShape()
+	if err != nil {
+		return err
+	}
+	got, err := queryAll(ctx, q, "read the schema", nil, scanString, sqlSchemaShape)
+	if err != nil {
+		return err
+	}
+	var diffs []string
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			diffs = append(diffs, "lacks "+w)
+		}
+	}
+	for _, g := range got {
+		if strings.HasPrefix(g, "column ") && !slices.Contains(want, g) {
+			diffs = append(diffs, "has "+g)
+		}
+	}
+	if len(diffs) == 0 {
+		return nil
+	}
+	if len(diffs) > 3 {
+		diffs = append(diffs[:3], fmt.Sprintf("%d more", len(diffs)-3))
+	}
+	return fmt.Errorf("its schema is version %d, as this build's, but %s: %w", schema.Latest(), strings.Join(diffs, "; "), store.ErrSchemaOtherBuild)
 }
 
 // readAt runs read in one read-only transaction on the file at path.
@@ -303,7 +362,7 @@ func readState(ctx context.Context, q queryer) (schemaState, error) {
 	case app != 0:
 		return st, fmt.Errorf("%w: the file belongs to another application (application id %#x)", store.ErrNotHerald, app)
 	}
-	names, err := queryAll(ctx, q, "list tables", nil, func(sc scanner) (n string, err error) { return n, sc.Scan(&n) }, sqlTableNames)
+	names, err := queryAll(ctx, q, "list tables", nil, scanString, sqlTableNames)
 	if err != nil {
 		return st, err
 	}

@@ -465,3 +465,35 @@ func TestMigrateBesideAnOpenStore(t *testing.T) {
 	_, err = s.Append(ctx, "s", journal.Entry{ID: "a", Kind: "k", Payload: []byte(`{}`)})
 	require.NoError(t, err)
 }
+
+// A file at this build's schema version whose tables are another build's
+// (the schema is one migration, changed in place before a release) is
+// refused by every call, naming what differs and changing nothing, where it
+// used to open and fail at its first statement ("no such column"). An index
+// of the operator's own is no other build's.
+func TestAnotherBuildsSchemaIsRefusedNamingWhatDiffers(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name, change, names string
+	}{
+		{"older", "ALTER TABLE herald_registration DROP COLUMN paced_until", "lacks column herald_registration.paced_until INTEGER"},
+		{"newer", "ALTER TABLE herald_registration ADD COLUMN tenant TEXT", "has column herald_registration.tenant TEXT"},
+	} {
+		path := filepath.Join(t.TempDir(), "herald.db")
+		openClose(t, path)
+		rawExec(t, path, c.change)
+		before := snap(t, path)
+		_, err := sqlite.Open(ctx, path)
+		require.ErrorIs(t, err, store.ErrSchemaOtherBuild, c.name)
+		require.ErrorContains(t, err, c.names, c.name)
+		_, err = sqlite.MigrateUp(ctx, path)
+		require.ErrorIs(t, err, store.ErrSchemaOtherBuild, c.name)
+		_, err = sqlite.MigrationStatus(ctx, path)
+		require.ErrorIs(t, err, store.ErrSchemaOtherBuild, c.name)
+		requireUnchanged(t, before, path, c.name)
+	}
+	path := filepath.Join(t.TempDir(), "herald.db")
+	openClose(t, path)
+	rawExec(t, path, "CREATE INDEX ops_by_url ON herald_registration (url)")
+	openClose(t, path)
+}

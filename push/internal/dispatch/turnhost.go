@@ -63,7 +63,9 @@ func (t *turn) hostAnswered(ctx context.Context, out wire.Outcome) {
 		return
 	}
 	w.book.Learn(h)
-	if h.Transition(old) != "" {
+	// Up since another instant: another worker's answer brought it up, and
+	// that worker said so.
+	if h.Transition(old) != "" && h.Since.Equal(t.at) {
 		w.cfg.Logger.Info("herald: host is up; its registrations are released", "host", host, "was", old.State)
 	}
 }
