@@ -229,6 +229,20 @@ func h(kv ...string) http.Header {
 // answer's bytes and closes the connection (nil: closes without a word);
 // over TLS when config is not nil.
 func rawReceiver(t *testing.T, answer []byte, config *tls.Config) string {
+	return rawServer(t, config, func(conn net.Conn) {
+		req, err := http.ReadRequest(bufio.NewReader(conn))
+		if err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, req.Body)
+		_, _ = conn.Write(answer)
+	})
+}
+
+// rawServer serves each connection with serve, which may speak anything,
+// and closes it after; over TLS when config is not nil. It returns the URL
+// of its /hook.
+func rawServer(t *testing.T, config *tls.Config, serve func(net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -247,12 +261,7 @@ func rawReceiver(t *testing.T, answer []byte, config *tls.Config) string {
 			}
 			go func() {
 				defer conn.Close()
-				req, err := http.ReadRequest(bufio.NewReader(conn))
-				if err != nil {
-					return
-				}
-				_, _ = io.Copy(io.Discard, req.Body)
-				_, _ = conn.Write(answer)
+				serve(conn)
 			}()
 		}
 	}()
@@ -332,29 +341,15 @@ func TestABannerIsTheRegistrationsAnswerEveryTime(t *testing.T) {
 		{"while the request is written", 10, big},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { ln.Close() })
-			go func() {
-				for {
-					conn, err := ln.Accept()
-					if err != nil {
-						return
-					}
-					go func() {
-						defer conn.Close()
-						_, _ = io.ReadFull(conn, make([]byte, c.first))
-						_, _ = conn.Write([]byte(banner))
-					}()
-				}
-			}()
+			url := rawServer(t, nil, func(conn net.Conn) {
+				_, _ = io.ReadFull(conn, make([]byte, c.first))
+				_, _ = conn.Write([]byte(banner))
+			})
 			// A timeout long enough that a loaded machine's stall is not
 			// taken for the host's silence; 200 rounds find the race on main.
 			opts := loopbackOptions()
 			opts.Timeout = time.Minute
-			tr, url := newTransport(t, opts), "http://"+ln.Addr().String()+"/hook"
+			tr := newTransport(t, opts)
 			for i := range 200 {
 				out := deliver(t, tr, url, message(c.body))
 				if out.Verdict != push.Transient || out.HostLevel || !out.HostAnswered() ||
