@@ -24,6 +24,7 @@ import (
 	"context"
 
 	"github.com/heraldpush/herald/internal/keytest"
+	"github.com/heraldpush/herald/internal/rawtest"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/store"
 	"github.com/heraldpush/herald/store/memory"
@@ -597,36 +598,24 @@ func rawHost(t *testing.T, broken string) (addr string, good func() []string) {
 
 // rawHostOf is rawHost whose broken answer a test switches.
 func rawHostOf(t *testing.T, broken *atomic.Pointer[string]) (addr string, good func() []string) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ln.Close() })
 	var mu sync.Mutex
 	var kept []string
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				req, err := http.ReadRequest(bufio.NewReader(conn))
-				if err != nil {
-					return
-				}
-				body, _ := io.ReadAll(req.Body)
-				answer := *broken.Load()
-				if req.URL.Path == "/good" {
-					mu.Lock()
-					kept = append(kept, string(body))
-					mu.Unlock()
-					answer = "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-				}
-				_, _ = io.WriteString(conn, answer)
-			}()
+	addr = rawtest.Serve(t, nil, func(conn net.Conn) {
+		req, err := http.ReadRequest(bufio.NewReader(conn))
+		if err != nil {
+			return
 		}
-	}()
-	return ln.Addr().String(), func() []string {
+		body, _ := io.ReadAll(req.Body)
+		answer := *broken.Load()
+		if req.URL.Path == "/good" {
+			mu.Lock()
+			kept = append(kept, string(body))
+			mu.Unlock()
+			answer = "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+		}
+		_, _ = io.WriteString(conn, answer)
+	})
+	return addr, func() []string {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(kept)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/heraldpush/herald/internal/keytest"
+	"github.com/heraldpush/herald/internal/rawtest"
 	"github.com/heraldpush/herald/push"
 	"github.com/heraldpush/herald/transport"
 )
@@ -239,33 +240,13 @@ func rawReceiver(t *testing.T, answer []byte, config *tls.Config) string {
 	})
 }
 
-// rawServer serves each connection with serve, which may speak anything,
-// and closes it after; over TLS when config is not nil. It returns the URL
-// of its /hook.
+// rawServer is rawtest.Serve's /hook URL, https when config is not nil.
 func rawServer(t *testing.T, config *tls.Config, serve func(net.Conn)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	scheme := "http://"
 	if config != nil {
-		ln, scheme = tls.NewListener(ln, config), "https://"
+		scheme = "https://"
 	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				serve(conn)
-			}()
-		}
-	}()
-	return scheme + ln.Addr().String() + "/hook"
+	return scheme + rawtest.Serve(t, config, serve) + "/hook"
 }
 
 // A receiver that began an answer (its bytes came back) which is not valid

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 )
 
 // maxHeard bounds what a heardConn keeps of the receiver's first bytes:
@@ -22,8 +23,13 @@ const maxHeard = 4 << 10
 // channel"), or the request's write fails on the reset first and the
 // connection closes before the reader ran. The last two said the host
 // failed (1 time in 40 on loopback).
+//
+// Only a new connection's first exchange is judged so (attempt): once it
+// is, or when the connection is TLS (its bytes are ciphertext), forget
+// drops what was kept and its reads and close go straight through.
 type heardConn struct {
 	net.Conn
+	done   atomic.Bool  // forgotten: keep nothing more
 	reads  sync.RWMutex // a Read holds it shared; Close takes it to wait for one under way
 	mu     sync.Mutex
 	head   []byte // the first maxHeard bytes Read returned
@@ -42,6 +48,9 @@ func heardDial(dial func(ctx context.Context, network, addr string) (net.Conn, e
 }
 
 func (c *heardConn) Read(p []byte) (int, error) {
+	if c.done.Load() {
+		return c.Conn.Read(p)
+	}
 	c.reads.RLock()
 	defer c.reads.RUnlock()
 	n, err := c.Conn.Read(p)
@@ -59,6 +68,9 @@ func (c *heardConn) Read(p []byte) (int, error) {
 // the kernel holds what the receiver sent before its reset until then.
 // It returns once a Read under way has returned and kept what it read.
 func (c *heardConn) Close() error {
+	if c.done.Load() {
+		return c.Conn.Close()
+	}
 	if len(c.heard()) == 0 {
 		if b := peekUnread(c.Conn, maxHeard); len(b) > 0 {
 			c.mu.Lock()
@@ -70,6 +82,15 @@ func (c *heardConn) Close() error {
 	c.reads.Lock()        // which has then returned, keeping what it read
 	defer c.reads.Unlock()
 	return err
+}
+
+// forget ends the keeping: nothing kept, nothing more kept (a Read under
+// way may still keep its bytes, at most maxHeard), no peek at Close.
+func (c *heardConn) forget() {
+	c.done.Store(true)
+	c.mu.Lock()
+	c.head, c.peeked = nil, nil
+	c.mu.Unlock()
 }
 
 // heard returns the first bytes the receiver sent: those a Read returned,

@@ -304,14 +304,22 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 	defer cancel()
 	st := &struct { // the stage of the attempt (classifyError) and the hooks that follow it, in one allocation
 		stage atomic.Int32
-		conn  *heardConn // a new plain connection (GotConn runs in Do's goroutine)
+		conn  *heardConn // a new plain connection, until its first answer (GotConn runs in Do's goroutine)
 		trace httptrace.ClientTrace
 	}{}
 	st.trace.GetConn = func(string) { st.stage.Store(stageConnecting) }
 	st.trace.GotConn = func(info httptrace.GotConnInfo) {
 		st.stage.Store(stageSending)
-		if c, ok := info.Conn.(*heardConn); ok && !info.Reused { // over TLS, info.Conn is the *tls.Conn
+		if info.Reused {
+			return
+		}
+		switch c := info.Conn.(type) {
+		case *heardConn: // a new plain connection
 			st.conn = c
+		case *tls.Conn: // whose heardConn kept ciphertext, which says nothing
+			if hc, ok := c.NetConn().(*heardConn); ok {
+				hc.forget()
+			}
 		}
 	}
 	st.trace.WroteRequest = func(i httptrace.WroteRequestInfo) { // an answer may come first
@@ -340,6 +348,9 @@ func (t *HTTP) attempt(ctx context.Context, reg push.Registration, msg push.Mess
 		out := classifyError(err, timedOut(), t.opts.Timeout, stage, rt.key.proxy != "")
 		out.Reason = requote(newRedactor(u, req.Header).String(out.Reason))
 		return out, nil
+	}
+	if st.conn != nil {
+		st.conn.forget() // its first answer came: what follows is net/http's to judge
 	}
 	out := Classify(resp.StatusCode, resp.Header, at)
 	if out.Verdict == push.Accepted { // no evidence: drain for the connection's sake, no redactor
