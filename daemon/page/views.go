@@ -148,6 +148,7 @@ func (p *Page) registration(w http.ResponseWriter, r *http.Request) {
 		"NextSeq": v.NextSeq + 1, "HeadNext": v.Head + 1,
 		"Refused":        operator.MayChange(operator.TokenOf(ctx), store.Key{Stream: v.Stream, ID: v.ID}, v.Subscription), // no action offered
 		"OldSecretsSign": v.OldSecretsUntil.After(p.now()),                                                                 // the view keeps an until gone by
+		"ExpireOld":      store.FormatDays(operator.DefaultExpireOld),                                                      // rotate-secret's default, as herald rotate-secret's
 	})
 }
 

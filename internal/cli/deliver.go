@@ -61,7 +61,7 @@ func (d *deliveryFlags) add(f *pflag.FlagSet) {
 	intVar(f, &d.pageBytes, "page-bytes", push.DefaultPageBytes, "payload bytes a turn reads at once (a larger record is read alone): with --max-in-flight, the bound on the payloads turns hold", fmt.Sprintf("from 1 to %d", push.MaxPageBytes), 0, 0)
 	f.StringVar(&d.retrySchedule, "retry-schedule", "", "fixed delays between attempts (5s,5m,30m,2h) for a registration without its own schedule (herald register --retry-schedule) (default: its namespace's, README \"Retry policy\")")
 	f.DurationVar(&d.maxRetryAfter, "max-retry-after", push.DefaultMaxRetryAfter, "cap on a receiver's Retry-After")
-	f.DurationVar(&d.lease, "lease", push.DefaultLease, "how long a claimed registration is hidden from other workers; renewed every third of it while its turn runs, so it bounds how long a killed daemon's registrations wait")
+	f.DurationVar(&d.lease, "lease", push.DefaultLease, fmt.Sprintf("how long a claimed registration is hidden from other workers, 2s to %s; renewed every third of it while its turn runs, so it bounds how long a killed daemon's registrations wait", store.FormatDays(push.MaxLease)))
 	f.DurationVar(&d.hostHorizon, "host-horizon", store.DefaultHostHorizon, "how long a host may be down before it is unavailable (probed hourly), 1h to 8760h")
 }
 

@@ -192,7 +192,7 @@ const maxRetain = 10 * 365 * 24 * time.Hour
 
 // retainHelp is --retain's help, for prune and run alike: 0s is not "off"
 // but "keep nothing once done with" (store.PruneQuery.Retain).
-const retainHelp = "keep what is done with this long: a duration (36h) or whole days (7d), 0s to 3650d; " +
+var retainHelp = "keep what is done with this long: a duration (36h) or whole days (7d), 0s to " + store.FormatDays(maxRetain) + "; " +
 	"0s keeps nothing once done with: a record goes as soon as every registration of its stream acknowledged it " +
 	"(at once if none follows the stream), evidence at once but a parked registration's reason (herald prune --help)"
 

@@ -104,12 +104,13 @@ func (s *Store) Due(ctx context.Context, q store.DueQuery) (store.DueBatch, erro
 	return p.Batch, nil
 }
 
-func scanHost(sc scanner) (store.Host, error) {
+// scanHost scans host_columns, then extra.
+func scanHost(sc scanner, extra ...any) (store.Host, error) {
 	var (
 		h                                       store.Host
 		since, probeAt, failureAt, failingSince sql.NullInt64
 	)
-	err := sc.Scan(&h.Host, &h.State, &since, &h.Failures, &h.Probes, &probeAt, &h.LastError, &failureAt, &failingSince)
+	err := sc.Scan(append([]any{&h.Host, &h.State, &since, &h.Failures, &h.Probes, &probeAt, &h.LastError, &failureAt, &failingSince}, extra...)...)
 	h.Since, h.NextProbeAt, h.LastFailureAt, h.FailingSince = instant(since), instant(probeAt), instant(failureAt), instant(failingSince)
 	return h, err
 }
@@ -117,11 +118,11 @@ func scanHost(sc scanner) (store.Host, error) {
 // scanListedHost scans a row of the hosts statement: a host and its scheme.
 func scanListedHost(sc scanner) (store.Host, error) {
 	var (
-		h                                                 store.Host
-		since, probeAt, failureAt, failingSince, schemeAt sql.NullInt64
+		scheme   string
+		schemeAt sql.NullInt64
 	)
-	err := sc.Scan(&h.Host, &h.State, &since, &h.Failures, &h.Probes, &probeAt, &h.LastError, &failureAt, &failingSince, &h.Scheme, &schemeAt)
-	h.Since, h.NextProbeAt, h.LastFailureAt, h.FailingSince, h.SchemeAt = instant(since), instant(probeAt), instant(failureAt), instant(failingSince), instant(schemeAt)
+	h, err := scanHost(sc, &scheme, &schemeAt)
+	h.Scheme, h.SchemeAt = scheme, instant(schemeAt)
 	return h, err
 }
 

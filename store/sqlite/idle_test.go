@@ -286,3 +286,22 @@ func TestAnotherNamespacesResendCostsNoWrite(t *testing.T) {
 
 // errOf is a resend's error, its queued dropped.
 func errOf(_ bool, err error) error { return err }
+
+// TestClaimReadsOnlyTroubledHosts: each claim reads the hosts that are
+// down or failing (troubled_hosts) from a partial index, never every host:
+// an up host keeps a row for the signature scheme it accepted, one for
+// each such host a daemon ever delivered to.
+func TestClaimReadsOnlyTroubledHosts(t *testing.T) {
+	s := OpenTemp(t)
+	for i := range 200 {
+		_, err := s.w.Exec(`INSERT INTO herald_host (host, state, since, signature_scheme, scheme_at) VALUES (?, 'up', 1, 'cavage', 1)`,
+			fmt.Sprintf("h%d.example:443", i))
+		require.NoError(t, err)
+	}
+	_, err := s.w.Exec(`INSERT INTO herald_host (host, state, since, failures) VALUES ('down.example:443', 'down', 1, 3)`)
+	require.NoError(t, err)
+	_, err = s.w.Exec("ANALYZE")
+	require.NoError(t, err)
+	plan := queryPlan(t, s.r, stmt("troubled_hosts"))
+	require.Contains(t, plan, "INDEX herald_host_troubled", "plan:\n%s", plan)
+}

@@ -212,3 +212,6 @@ CREATE TABLE herald_host (
 ) STRICT;
 -- Due reads the hosts that hold their registrations: few, through this.
 CREATE INDEX herald_host_held ON herald_host (host, next_probe_at) WHERE state <> 'up';
+-- Each claim reads the troubled hosts (troubled_hosts) through this, as
+-- PostgreSQL's does, not every row: an up host keeps one for its scheme.
+CREATE INDEX herald_host_troubled ON herald_host (host) WHERE state <> 'up' OR failures > 0;
